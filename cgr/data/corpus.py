@@ -1,0 +1,124 @@
+"""Fact corpora: one fact per line, jsonl, WorldTree tables, the EntailmentBank sentence dict.
+
+Facts are identified by a content hash and kept sorted by id, so the same facts in another file
+order give the same corpus, the same corpus hash and the same embedding cache.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from cgr.data.loaders import iter_jsonl, require_file
+from cgr.data.records import Fact, fact_id, normalize_fact_text
+from cgr.errors import DataFormatError
+
+
+def _clean_line(line: str) -> str:
+    text = line.strip()
+    if len(text) >= 2 and text[0] == text[-1] == '"':  # OpenBookQA's openbook.txt quotes each fact
+        text = text[1:-1]
+    return normalize_fact_text(text)
+
+
+def _iter_text(path: Path) -> Iterator[str]:
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            text = _clean_line(line)
+            if text:
+                yield text
+
+
+def _iter_jsonl_facts(path: Path) -> Iterator[str]:
+    for lineno, obj in iter_jsonl(path):
+        text = obj.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise DataFormatError(str(path), lineno, "text", "missing or empty")
+        yield normalize_fact_text(text)
+
+
+def _iter_sentence_dict(path: Path) -> Iterator[str]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise DataFormatError(str(path), e.lineno, "<json>", f"invalid JSON ({e.msg})") from None
+    if not isinstance(data, dict):
+        raise DataFormatError(str(path), None, "<root>", "expected a dict of id -> sentence")
+    for key, text in data.items():
+        if not isinstance(text, str):
+            raise DataFormatError(str(path), None, key, "expected a string")
+        if text.strip() and text.strip() != "DUMMY":
+            yield normalize_fact_text(text)
+
+
+def _iter_worldtree_tables(folder: Path) -> Iterator[str]:
+    """WorldTree tablestore: a row's text is its non-[SKIP] cells joined by spaces."""
+    for table in sorted(folder.glob("*.tsv")):
+        with table.open(encoding="utf-8") as f:
+            rows = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+            header = next(rows, None)
+            if header is None:
+                continue
+            keep = [i for i, h in enumerate(header) if not h.startswith("[SKIP]")]
+            for row in rows:
+                text = " ".join(row[i].strip() for i in keep if i < len(row) and row[i].strip())
+                if text:
+                    yield normalize_fact_text(text)
+
+
+def iter_fact_texts(path: str | Path) -> Iterator[str]:
+    p = Path(path)
+    if p.is_dir():
+        if not any(p.glob("*.tsv")):
+            raise DataFormatError(str(p), None, "<folder>", "no WorldTree *.tsv tables in folder")
+        yield from _iter_worldtree_tables(p)
+        return
+    require_file(p, "corpus file")
+    if p.suffix == ".jsonl":
+        yield from _iter_jsonl_facts(p)
+    elif p.suffix == ".json":
+        yield from _iter_sentence_dict(p)
+    else:
+        yield from _iter_text(p)
+
+
+class Corpus:
+    """An ordered, de-duplicated set of facts with a content hash."""
+
+    def __init__(self, texts: Iterable[str]):
+        by_id: dict[str, str] = {}
+        for text in texts:
+            by_id.setdefault(fact_id(text), text)
+        self.facts: list[Fact] = [Fact(i, by_id[i]) for i in sorted(by_id)]
+        self._position = {f.id: n for n, f in enumerate(self.facts)}
+
+    @classmethod
+    def from_files(cls, paths: Iterable[str | Path]) -> Corpus:
+        paths = list(paths)
+        corpus = cls(t for p in paths for t in iter_fact_texts(p))
+        if not corpus.facts:
+            raise DataFormatError(", ".join(map(str, paths)) or "<none>", None, "<facts>", "empty corpus")
+        return corpus
+
+    def __len__(self) -> int:
+        return len(self.facts)
+
+    def __getitem__(self, index: int) -> Fact:
+        return self.facts[index]
+
+    def position(self, fid: str) -> int:
+        return self._position[fid]
+
+    @property
+    def texts(self) -> list[str]:
+        return [f.text for f in self.facts]
+
+    @property
+    def content_hash(self) -> str:
+        h = hashlib.sha256()
+        for f in self.facts:
+            h.update(f.id.encode())
+        return h.hexdigest()[:16]

@@ -1,0 +1,150 @@
+"""Loaders for the question sets the package evaluates on.
+
+Every loader reads a file in its official format and raises `DataFormatError` (file, line, field)
+on the first malformed record, so a user never trains on half a file without knowing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from cgr.data.records import Choice, OpenQuestion, Paragraph, Question
+from cgr.errors import DataFormatError
+
+
+def require_file(path: str | Path, what: str = "data file") -> Path:
+    p = Path(path)
+    if not p.is_file():
+        raise DataFormatError(str(p), None, what, "file not found")
+    return p
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each non-empty line; a broken line names itself."""
+    p = require_file(path)
+    with p.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataFormatError(str(p), lineno, "<json>", f"invalid JSON ({e.msg})") from None
+            if not isinstance(obj, dict):
+                raise DataFormatError(str(p), lineno, "<record>", "expected a JSON object")
+            yield lineno, obj
+
+
+def _get(obj: dict, key: str, kind: type, path: str, lineno: int | None, prefix: str = "") -> Any:
+    name = f"{prefix}{key}"
+    if key not in obj:
+        raise DataFormatError(path, lineno, name, "missing")
+    value = obj[key]
+    if not isinstance(value, kind):
+        raise DataFormatError(path, lineno, name, f"expected {kind.__name__}, got {type(value).__name__}")
+    if isinstance(value, str) and not value.strip():
+        raise DataFormatError(path, lineno, name, "empty")
+    return value
+
+
+def parse_multiple_choice(obj: dict, path: str, lineno: int | None) -> Question:
+    """One OpenBookQA / ARC record (official jsonl). Labels may be A-E or 1-5; 3 to 5 choices."""
+    qid = str(_get(obj, "id", (str, int), path, lineno))  # type: ignore[arg-type]
+    question = _get(obj, "question", dict, path, lineno)
+    stem = _get(question, "stem", str, path, lineno, "question.")
+    raw_choices = _get(question, "choices", list, path, lineno, "question.")
+    if not 2 <= len(raw_choices) <= 8:
+        raise DataFormatError(path, lineno, "question.choices", f"{len(raw_choices)} choices")
+    choices = []
+    for i, c in enumerate(raw_choices):
+        prefix = f"question.choices[{i}]."
+        if not isinstance(c, dict):
+            raise DataFormatError(path, lineno, prefix[:-1], "expected an object")
+        label = str(_get(c, "label", (str, int), path, lineno, prefix))  # type: ignore[arg-type]
+        text = c.get("text")
+        if not isinstance(text, str):
+            raise DataFormatError(path, lineno, prefix + "text", "missing or not a string")
+        choices.append(Choice(label=label, text=text.strip()))
+    labels = [c.label for c in choices]
+    if len(set(labels)) != len(labels):
+        raise DataFormatError(path, lineno, "question.choices", f"duplicate labels {labels}")
+    answer_index = None
+    if "answerKey" in obj and obj["answerKey"] not in (None, ""):
+        key = str(obj["answerKey"])
+        if key not in labels:
+            raise DataFormatError(path, lineno, "answerKey", f"{key!r} is not one of {labels}")
+        answer_index = labels.index(key)
+    gold = []
+    if "fact1" in obj:  # OpenBookQA "Additional" release: the open-book fact behind the question
+        gold.append(_get(obj, "fact1", str, path, lineno).strip())
+    for key in ("gold_facts",):  # our own sample files may list several
+        if key in obj:
+            facts = _get(obj, key, list, path, lineno)
+            if not all(isinstance(x, str) and x.strip() for x in facts):
+                raise DataFormatError(path, lineno, key, "expected a list of non-empty strings")
+            gold.extend(x.strip() for x in facts)
+    return Question(qid, stem.strip(), choices, answer_index, gold, source=path)
+
+
+def load_multiple_choice(path: str | Path) -> list[Question]:
+    """OpenBookQA (Main or Additional) and ARC Easy/Challenge jsonl."""
+    out = [parse_multiple_choice(obj, str(path), n) for n, obj in iter_jsonl(path)]
+    if not out:
+        raise DataFormatError(str(path), None, "<records>", "no questions in file")
+    return out
+
+
+def _answer_list(obj: dict, path: str, lineno: int | None) -> list[str]:
+    if "answer" in obj:
+        answers = [str(obj["answer"])] + [str(a) for a in obj.get("answer_aliases", [])]
+    elif "answers_objects" in obj:
+        answers = [s for a in obj["answers_objects"] for s in a.get("spans", [])]
+    else:
+        raise DataFormatError(path, lineno, "answer", "missing (expected 'answer' or 'answers_objects')")
+    return answers
+
+
+def parse_open_question(obj: dict, path: str, lineno: int | None) -> OpenQuestion:
+    """A HotpotQA / 2Wiki / MuSiQue record, official or IRCoT-processed format."""
+    if "question_text" in obj:  # IRCoT processed
+        qid = str(_get(obj, "question_id", (str, int), path, lineno))  # type: ignore[arg-type]
+        question = _get(obj, "question_text", str, path, lineno)
+        paragraphs = [
+            Paragraph(c.get("title", ""), c.get("paragraph_text", ""), bool(c.get("is_supporting")))
+            for c in obj.get("contexts", [])
+        ]
+    else:
+        qid = str(obj.get("_id", obj.get("id", "")))
+        if not qid:
+            raise DataFormatError(path, lineno, "_id", "missing")
+        question = _get(obj, "question", str, path, lineno)
+        if "paragraphs" in obj:  # MuSiQue
+            paragraphs = [
+                Paragraph(p.get("title", ""), p.get("paragraph_text", ""), bool(p.get("is_supporting")))
+                for p in obj["paragraphs"]
+            ]
+        else:  # HotpotQA / 2Wiki official: context = [[title, [sentences]]]
+            supporting = {t for t, _ in obj.get("supporting_facts", [])}
+            paragraphs = []
+            for i, item in enumerate(obj.get("context", [])):
+                if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], list)):
+                    raise DataFormatError(path, lineno, f"context[{i}]", "expected [title, [sentences]]")
+                title, sents = item
+                paragraphs.append(Paragraph(title, " ".join(s.strip() for s in sents), title in supporting))
+    return OpenQuestion(qid, question.strip(), _answer_list(obj, path, lineno), paragraphs, path)
+
+
+def load_open_questions(path: str | Path) -> list[OpenQuestion]:
+    """HotpotQA-style files: a JSON list (official) or JSON lines (IRCoT processed)."""
+    p = require_file(path)
+    text = p.read_text(encoding="utf-8").lstrip()
+    if text.startswith("["):
+        try:
+            records = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise DataFormatError(str(p), e.lineno, "<json>", f"invalid JSON ({e.msg})") from None
+        return [parse_open_question(r, str(p), None) for r in records]
+    return [parse_open_question(obj, str(p), n) for n, obj in iter_jsonl(p)]

@@ -1,0 +1,65 @@
+"""Plain records that every later stage (retrieval, chains, reader, export) passes along."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+_SPACES = re.compile(r"\s+")
+
+
+def normalize_fact_text(text: str) -> str:
+    """Collapse white space so that the same fact written twice gets the same id."""
+    return _SPACES.sub(" ", text).strip()
+
+
+def fact_id(text: str) -> str:
+    """A stable content hash: the same text gets the same id whatever file or order it came from."""
+    return hashlib.sha1(normalize_fact_text(text).lower().encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Fact:
+    id: str
+    text: str
+
+
+@dataclass
+class Choice:
+    label: str
+    text: str
+
+
+@dataclass
+class Question:
+    """A multiple-choice question. `answer_index` is None for unlabelled (test) files."""
+
+    id: str
+    stem: str
+    choices: list[Choice]
+    answer_index: int | None
+    gold_facts: list[str] = field(default_factory=list)
+    source: str = ""
+
+    @property
+    def answer_label(self) -> str | None:
+        return None if self.answer_index is None else self.choices[self.answer_index].label
+
+
+@dataclass
+class Paragraph:
+    title: str
+    text: str
+    is_supporting: bool = False
+
+
+@dataclass
+class OpenQuestion:
+    """A question without choices (HotpotQA style): answered by generation, scored by EM/F1."""
+
+    id: str
+    question: str
+    answers: list[str]
+    paragraphs: list[Paragraph] = field(default_factory=list)
+    source: str = ""
