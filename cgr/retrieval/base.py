@@ -1,0 +1,42 @@
+"""The one interface all retrievers share: a batch of queries in, scored facts out."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Protocol
+
+
+@dataclass
+class RetrievedFact:
+    """A fact in a question's evidence pool: where it was found and how well it scored."""
+
+    fact_id: str
+    text: str
+    score: float
+    step: int = 1  # retrieval iteration that first found it (1-based)
+    source: str = "corpus"  # "corpus" or "open_book"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Retriever(Protocol):
+    def retrieve(self, queries: list[str]) -> list[list[RetrievedFact]]:
+        """For each query, its evidence pool, best first."""
+        ...
+
+
+def merge_pool(pool: dict[str, RetrievedFact], fact: RetrievedFact) -> None:
+    """Keep each fact once, with its best score and the earliest step that found it."""
+    old = pool.get(fact.fact_id)
+    if old is None:
+        pool[fact.fact_id] = fact
+        return
+    if fact.score > old.score:
+        old.score = fact.score
+        old.source = fact.source
+    old.step = min(old.step, fact.step)
+
+
+def ranked(pool: dict[str, RetrievedFact]) -> list[RetrievedFact]:
+    return sorted(pool.values(), key=lambda f: (-f.score, f.fact_id))

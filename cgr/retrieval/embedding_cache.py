@@ -1,0 +1,98 @@
+"""Corpus embeddings cached on disk, keyed by evidence-encoder and corpus hash.
+
+Encoding the ~70k-fact corpus takes minutes on a CPU, so it is done in chunks; each chunk is
+written to a temporary file and renamed into place, so a killed run leaves only whole chunks and
+the next run resumes after the last one. A cache whose metadata does not match the corpus is
+refused with a message instead of being silently reused or overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from cgr.data.corpus import Corpus
+from cgr.errors import CacheMismatchError
+from cgr.retrieval.encoders import TextEncoder
+
+
+def _atomic_write_bytes(path: Path, write) -> None:
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    with tmp.open("wb") as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def cache_folder(root: str | Path, model_name: str, corpus: Corpus) -> Path:
+    model_key = hashlib.sha1(model_name.encode()).hexdigest()[:10]
+    safe = "".join(c if c.isalnum() else "-" for c in Path(model_name).name)[-40:]
+    return Path(root) / f"{safe}-{model_key}" / f"corpus-{corpus.content_hash}-{len(corpus)}"
+
+
+class EmbeddingCache:
+    def __init__(self, folder: str | Path, model_name: str, corpus: Corpus, chunk_size: int = 2048):
+        self.folder = Path(folder)
+        self.model_name = model_name
+        self.corpus = corpus
+        self.chunk_size = chunk_size
+        self.meta = {
+            "model": model_name,
+            "corpus_hash": corpus.content_hash,
+            "num_facts": len(corpus),
+            "chunk_size": chunk_size,
+        }
+
+    def _check_meta(self) -> None:
+        meta_path = self.folder / "meta.json"
+        if not meta_path.exists():
+            return
+        found = json.loads(meta_path.read_text())
+        diff = {k: (found.get(k), v) for k, v in self.meta.items() if found.get(k) != v}
+        if diff:
+            detail = ", ".join(f"{k}: cache has {a!r}, corpus needs {b!r}" for k, (a, b) in diff.items())
+            raise CacheMismatchError(
+                f"embedding cache {self.folder} does not match this corpus/model ({detail}); "
+                "point retrieval.cache_dir elsewhere or delete that folder"
+            )
+
+    def _chunk_path(self, n: int) -> Path:
+        return self.folder / f"chunk-{n:05d}.npy"
+
+    def load_or_build(self, encoder: TextEncoder, progress: bool = True) -> np.ndarray:
+        self._check_meta()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        meta_bytes = json.dumps(self.meta, indent=1).encode()
+        if not (self.folder / "meta.json").exists():
+            _atomic_write_bytes(self.folder / "meta.json", lambda f: f.write(meta_bytes))
+        texts = self.corpus.texts
+        n_chunks = (len(texts) + self.chunk_size - 1) // self.chunk_size
+        todo = [n for n in range(n_chunks) if not self._chunk_path(n).exists()]
+        done = len(texts) - sum(len(texts[n * self.chunk_size : (n + 1) * self.chunk_size]) for n in todo)
+        bar = tqdm(
+            total=len(texts),
+            initial=done,
+            desc=f"encoding corpus ({len(texts)} facts)",
+            unit="fact",
+            disable=not progress or not todo,
+        )
+        for n in todo:
+            chunk = texts[n * self.chunk_size : (n + 1) * self.chunk_size]
+            vectors = encoder.encode(chunk)
+            _atomic_write_bytes(self._chunk_path(n), lambda f, v=vectors: np.save(f, v))
+            bar.update(len(chunk))
+        bar.close()
+        parts = [np.load(self._chunk_path(n)) for n in range(n_chunks)]
+        vectors = np.concatenate(parts) if parts else np.zeros((0, encoder.dim), np.float32)
+        if vectors.shape != (len(texts), encoder.dim):
+            raise CacheMismatchError(
+                f"embedding cache {self.folder} holds {vectors.shape}, expected "
+                f"({len(texts)}, {encoder.dim}); delete that folder to rebuild it"
+            )
+        return vectors

@@ -1,0 +1,76 @@
+"""Builds the configured retriever (the `data.retrieval` group of configs/*.yaml)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from cgr.data.corpus import Corpus
+from cgr.errors import ConfigError
+from cgr.retrieval.base import Retriever
+from cgr.retrieval.dense import BeamIterativeRetriever, SearchSource
+from cgr.retrieval.embedding_cache import EmbeddingCache, cache_folder
+from cgr.retrieval.encoders import TextEncoder
+from cgr.retrieval.index import FaissIndex
+from cgr.retrieval.sparse import BM25Retriever, TfidfRetriever
+
+log = logging.getLogger(__name__)
+
+METHODS = ("none", "bm25", "tfidf", "dense", "beam")
+
+
+@dataclass
+class RetrievalConfig:
+    """How evidence facts are found. `dense` is `beam` with one step."""
+
+    method: str = "beam"
+    corpus: list[str] = field(default_factory=lambda: ["data/sample/facts.txt"])
+    open_book: str | None = None
+    encoder: str = "minilm"
+    beam_size: int = 10
+    steps: int = 2
+    open_book_k: int = 10
+    open_book_first_hop: bool = True
+    beam_score: str = "sum"
+    index: str = "flat"
+    use_gpu: str = "auto"
+    cache_dir: str = ".cache/cgr/embeddings"
+    encode_batch_size: int = 64
+    max_query_length: int = 128
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ConfigError(f"retrieval.method must be one of {METHODS}, not {self.method!r}")
+
+
+def _dense_source(name: str, corpus: Corpus, encoder: TextEncoder, cfg: RetrievalConfig) -> SearchSource:
+    folder = cache_folder(cfg.cache_dir, cfg.encoder, corpus)
+    vectors = EmbeddingCache(folder, cfg.encoder, corpus).load_or_build(encoder)
+    use_gpu: bool | str = {"true": True, "false": False}.get(str(cfg.use_gpu).lower(), "auto")
+    return SearchSource(name, corpus, FaissIndex(vectors, kind=cfg.index, use_gpu=use_gpu))
+
+
+def build_retriever(cfg: RetrievalConfig, device: str | None = None) -> Retriever | None:
+    if cfg.method == "none":
+        return None
+    corpus = Corpus.from_files(cfg.corpus)
+    log.info("corpus: %d facts from %s", len(corpus), ", ".join(cfg.corpus))
+    if cfg.method == "bm25":
+        return BM25Retriever(corpus, k=cfg.beam_size)
+    if cfg.method == "tfidf":
+        return TfidfRetriever(corpus, k=cfg.beam_size)
+    encoder = TextEncoder(cfg.encoder, cfg.encode_batch_size, cfg.max_query_length, device)
+    main = _dense_source("corpus", corpus, encoder, cfg)
+    open_book = None
+    if cfg.open_book:
+        open_book = _dense_source("open_book", Corpus.from_files([cfg.open_book]), encoder, cfg)
+    return BeamIterativeRetriever(
+        encoder,
+        main,
+        beam_size=cfg.beam_size,
+        steps=1 if cfg.method == "dense" else cfg.steps,
+        open_book=open_book,
+        open_book_k=cfg.open_book_k,
+        open_book_first_hop=cfg.open_book_first_hop,
+        beam_score=cfg.beam_score,
+    )
