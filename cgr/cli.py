@@ -1,0 +1,84 @@
+"""The one entry point: `cgr train`, `cgr eval` (more subcommands join as features land)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from cgr.errors import CGRError
+
+
+def _quiet_environment() -> None:
+    os.environ.setdefault("WANDB_MODE", "offline")  # never ask for an account or the network
+    os.environ.setdefault("WANDB_SILENT", "true")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def train(argv: list[str]) -> int:
+    """LightningCLI over ReaderModule + QADataModule; then evaluates the best checkpoint on dev."""
+    from pytorch_lightning.cli import LightningCLI
+
+    from cgr.evaluation.predict import evaluate
+    from cgr.training.datamodule import QADataModule
+    from cgr.training.module import ReaderModule
+
+    cli = LightningCLI(
+        ReaderModule,
+        QADataModule,
+        run=False,
+        args=argv,
+        save_config_kwargs={"overwrite": True},
+        parser_kwargs={"prog": "cgr train"},
+    )
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path="last" if _has_last(cli) else None)
+    if cli.trainer.global_rank != 0:
+        return 0
+    best = cli.trainer.checkpoint_callback.best_model_path or cli.trainer.checkpoint_callback.last_model_path
+    print(f"best checkpoint: {best}")
+    accuracy, out = evaluate(best)
+    print(f"predictions: {out}")
+    print(f"accuracy: {accuracy:.4f}")
+    return 0
+
+
+def _has_last(cli) -> bool:
+    callback = cli.trainer.checkpoint_callback
+    return bool(callback and callback.dirpath and os.path.exists(os.path.join(callback.dirpath, "last.ckpt")))
+
+
+def evaluate_command(argv: list[str]) -> int:
+    from cgr.evaluation.predict import evaluate
+
+    parser = argparse.ArgumentParser(prog="cgr eval", description="Score a question file with a checkpoint.")
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--data", default=None, help="official-format OBQA/ARC jsonl (default: the dev file)")
+    parser.add_argument("--out", default=None, help="predictions jsonl (default: beside the checkpoint)")
+    parser.add_argument("--batch-size", type=int, default=None)
+    args = parser.parse_args(argv)
+    accuracy, out = evaluate(args.checkpoint, args.data, args.out, args.batch_size)
+    print(f"predictions: {out}")
+    print(f"accuracy: {accuracy:.4f}")
+    return 0
+
+
+COMMANDS = {"train": train, "eval": evaluate_command}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        print(f"usage: cgr {{{','.join(COMMANDS)}}} ...", file=sys.stderr)
+        return 2
+    _quiet_environment()
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return COMMANDS[argv[0]](argv[1:])
+    except CGRError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

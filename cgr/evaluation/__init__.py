@@ -1,0 +1,1 @@
+"""Evaluation: score a question file with a trained checkpoint and write predictions."""

@@ -1,0 +1,84 @@
+"""`cgr eval`: load a checkpoint (reader + the data settings it was trained with), retrieve
+evidence for a question file, score every choice and write one JSON line per question."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+
+from cgr.errors import ConfigError
+from cgr.retrieval.factory import RetrievalConfig
+from cgr.training.datamodule import QADataModule
+from cgr.training.module import ReaderModule
+
+
+def _datamodule_from_checkpoint(checkpoint: dict, data_file: str | None, **overrides) -> QADataModule:
+    hparams = {
+        k: v
+        for k, v in (checkpoint.get("datamodule_hyper_parameters") or {}).items()
+        if not k.startswith("_")  # LightningCLI's own bookkeeping (_instantiator, _class_path)
+    }
+    if not hparams:
+        raise ConfigError("checkpoint has no data settings (was it written by `cgr train`?)")
+    retrieval = RetrievalConfig(**hparams.pop("retrieval"))
+    hparams.update({k: v for k, v in overrides.items() if v is not None})
+    hparams["predict_file"] = data_file or hparams.get("dev_file")
+    return QADataModule(retrieval=retrieval, **hparams)
+
+
+def prediction_record(example, scores: list[float]) -> dict:
+    predicted = max(range(len(scores)), key=scores.__getitem__)
+    return {
+        "id": example.question_id,
+        "question": example.question,
+        "predicted": example.labels[predicted],
+        "answer": None if example.answer_index is None else example.labels[example.answer_index],
+        "correct": None if example.answer_index is None else predicted == example.answer_index,
+        "choices": [
+            {
+                "label": label,
+                "text": text,
+                "score": score,
+                "hypothesis": hyp,
+                "facts": [f.to_dict() for f in facts],
+            }
+            for label, text, score, hyp, facts in zip(
+                example.labels, example.choices, scores, example.hypotheses, example.facts, strict=True
+            )
+        ],
+    }
+
+
+def evaluate(
+    checkpoint_path: str,
+    data_file: str | None = None,
+    out_path: str | None = None,
+    batch_size: int | None = None,
+) -> tuple[float, Path]:
+    if not Path(checkpoint_path).is_file():
+        raise ConfigError(f"checkpoint not found: {checkpoint_path}")
+    checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+    datamodule = _datamodule_from_checkpoint(checkpoint, data_file, eval_batch_size=batch_size)
+    model = ReaderModule.load_from_checkpoint(checkpoint_path, map_location="cpu", weights_only=False)
+    trainer = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False)
+    batches = trainer.predict(model, datamodule=datamodule)
+    source = datamodule.hparams.predict_file
+    out = Path(out_path) if out_path else Path(checkpoint_path).parent / f"predictions-{Path(source).stem}.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    correct = labelled = 0
+    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+    with tmp.open("w", encoding="utf-8") as f:
+        for batch in batches:
+            for example, scores in batch:
+                record = prediction_record(example, scores)
+                if record["correct"] is not None:
+                    labelled += 1
+                    correct += int(record["correct"])
+                f.write(json.dumps(record) + "\n")
+    os.replace(tmp, out)
+    return (correct / labelled if labelled else math.nan), out

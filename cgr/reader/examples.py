@@ -1,0 +1,18 @@
+"""What the reader reads for one question: per choice, its hypothesis and its evidence facts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cgr.retrieval.base import RetrievedFact
+
+
+@dataclass
+class ReaderExample:
+    question_id: str
+    question: str
+    labels: list[str]
+    choices: list[str]
+    hypotheses: list[str]
+    facts: list[list[RetrievedFact]] = field(default_factory=list)  # per choice, reader order
+    answer_index: int | None = None

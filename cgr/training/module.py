@@ -1,0 +1,67 @@
+"""LightningModule for the reader: cross-entropy over answer choices, accuracy on dev."""
+
+from __future__ import annotations
+
+import pytorch_lightning as pl
+import torch
+from torch.nn import functional as F
+from transformers import get_linear_schedule_with_warmup
+
+from cgr.reader.examples import ReaderExample
+from cgr.reader.model import MultipleChoiceReader
+
+
+class ReaderModule(pl.LightningModule):
+    """Args: reader_model (packaged short name, path or hub name), max_length, and AdamW settings
+    (the paper: lr 9e-6 / 1e-5, weight decay 0.1, warm-up 6 %)."""
+
+    def __init__(
+        self,
+        reader_model: str = "minilm",
+        max_length: int = 256,
+        lr: float = 2e-5,
+        weight_decay: float = 0.1,
+        warmup_ratio: float = 0.06,
+    ):
+        super().__init__()
+        self.save_hyperparameters()
+        self.reader = MultipleChoiceReader(reader_model, max_length)
+
+    def transfer_batch_to_device(self, batch, device, dataloader_idx):
+        return batch  # a list of ReaderExample; tensors are made on the right device in encode()
+
+    def forward(self, batch: list[ReaderExample]) -> torch.Tensor:
+        return self.reader(self.reader.encode(batch, self.device))
+
+    def _labelled_step(self, batch: list[ReaderExample], stage: str) -> torch.Tensor:
+        logits = self(batch)
+        labels = torch.tensor([ex.answer_index for ex in batch], device=self.device)
+        loss = F.cross_entropy(logits.float(), labels)
+        acc = (logits.argmax(-1) == labels).float().mean()
+        on_step = stage == "train"
+        self.log(f"{stage}/loss", loss, batch_size=len(batch), prog_bar=True, on_step=on_step, on_epoch=True, sync_dist=not on_step)
+        self.log(f"{stage}/acc", acc, batch_size=len(batch), prog_bar=True, on_step=on_step, on_epoch=True, sync_dist=not on_step)
+        return loss
+
+    def training_step(self, batch, batch_idx):
+        return self._labelled_step(batch, "train")
+
+    def validation_step(self, batch, batch_idx):
+        self._labelled_step(batch, "val")
+
+    def predict_step(self, batch, batch_idx):
+        logits = self(batch)
+        return [(ex, row[: len(ex.choices)].float().cpu().tolist()) for ex, row in zip(batch, logits, strict=True)]
+
+    def configure_optimizers(self):
+        no_decay = ("bias", "LayerNorm.weight", "layer_norm", "norm.weight")
+        params = [
+            {"params": [p for n, p in self.named_parameters() if not any(k in n for k in no_decay)],
+             "weight_decay": self.hparams.weight_decay},
+            {"params": [p for n, p in self.named_parameters() if any(k in n for k in no_decay)],
+             "weight_decay": 0.0},
+        ]  # fmt: skip
+        optimizer = torch.optim.AdamW(params, lr=self.hparams.lr)
+        total = max(1, int(self.trainer.estimated_stepping_batches))
+        scheduler = get_linear_schedule_with_warmup(optimizer, int(self.hparams.warmup_ratio * total), total)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

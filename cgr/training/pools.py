@@ -1,0 +1,94 @@
+"""Evidence pools for every (question, choice) hypothesis, computed once and cached on disk.
+
+The cache key covers the question file's bytes, the corpus files' bytes and the retrieval
+settings, so a changed corpus or config never reuses stale pools.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from cgr.data.hypothesis import HypothesisGenerator
+from cgr.data.records import Question
+from cgr.reader.examples import ReaderExample
+from cgr.retrieval.base import RetrievedFact, Retriever
+from cgr.retrieval.factory import RetrievalConfig
+
+log = logging.getLogger(__name__)
+
+
+def _file_digest(path: str | Path, h) -> None:
+    p = Path(path)
+    files = sorted(p.glob("*.tsv")) if p.is_dir() else [p]
+    for f in files:
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+
+
+def pool_cache_key(question_file: str, cfg: RetrievalConfig, extra: str = "") -> str:
+    h = hashlib.sha256()
+    _file_digest(question_file, h)
+    for path in [*cfg.corpus, *([cfg.open_book] if cfg.open_book else [])]:
+        _file_digest(path, h)
+    settings = {k: v for k, v in asdict(cfg).items() if k not in {"cache_dir", "use_gpu"}}
+    h.update(json.dumps(settings, sort_keys=True).encode())
+    h.update(extra.encode())
+    return h.hexdigest()[:20]
+
+
+def build_examples(
+    questions: list[Question],
+    retriever: Retriever | None,
+    hypotheses: HypothesisGenerator,
+    batch_size: int = 64,
+    desc: str = "retrieving",
+) -> list[ReaderExample]:
+    """records -> hypotheses -> pools: the first three stages of the data flow."""
+    all_hyps = hypotheses.generate_many([(q.stem, [c.text for c in q.choices]) for q in questions])
+    flat = [h for hyps in all_hyps for h in hyps]
+    pools: list[list[RetrievedFact]] = [[] for _ in flat]
+    if retriever is not None:
+        for start in tqdm(range(0, len(flat), batch_size), desc=desc, unit="batch"):
+            pools[start : start + batch_size] = retriever.retrieve(flat[start : start + batch_size])
+    examples, cursor = [], 0
+    for q, hyps in zip(questions, all_hyps, strict=True):
+        examples.append(
+            ReaderExample(
+                question_id=q.id,
+                question=q.stem,
+                labels=[c.label for c in q.choices],
+                choices=[c.text for c in q.choices],
+                hypotheses=hyps,
+                facts=pools[cursor : cursor + len(hyps)],
+                answer_index=q.answer_index,
+            )
+        )
+        cursor += len(hyps)
+    return examples
+
+
+def save_examples(path: Path, examples: list[ReaderExample]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    with tmp.open("w", encoding="utf-8") as f:
+        for ex in examples:
+            row = asdict(ex)
+            f.write(json.dumps(row) + "\n")
+    os.replace(tmp, path)
+
+
+def load_examples(path: Path) -> list[ReaderExample]:
+    out = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            row["facts"] = [[RetrievedFact(**fact) for fact in pool] for pool in row["facts"]]
+            out.append(ReaderExample(**row))
+    return out

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Evaluate a checkpoint: scripts/eval.sh CHECKPOINT [DATA_FILE] [--out FILE] [--batch-size N]
+# DATA_FILE: any OpenBookQA / ARC file in the official jsonl format (default: the dev file the
+# checkpoint was trained with). The last line printed is `accuracy: <value>`.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ $# -lt 1 ]; then
+  echo "usage: scripts/eval.sh CHECKPOINT [DATA_FILE] [--out FILE]" >&2
+  exit 2
+fi
+"$root/scripts/setup_env.sh"
+checkpoint="$1"
+shift
+args=(--checkpoint "$checkpoint")
+if [ $# -gt 0 ] && [[ "$1" != --* ]]; then
+  args+=(--data "$1")
+  shift
+fi
+cd "$root"
+exec "$root/.venv/bin/cgr" eval "${args[@]}" "$@"

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Install the dev dependencies into .venv (idempotent) and run the test suite.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+scripts/setup_env.sh dev
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline
+exec "$root/.venv/bin/python" -m pytest "$@"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Train (and then evaluate on dev) a retriever-reader.
+#   scripts/train.sh                                   the embedded default (configs/default.yaml)
+#   scripts/train.sh configs/obqa.yaml                 OpenBookQA from ../shared/data
+#   scripts/train.sh configs/obqa.yaml trainer.max_epochs=1 data.batch_size=8
+# The first run creates .venv and installs cgr into it (idempotent afterwards).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+scripts/setup_env.sh
+config="configs/default.yaml"
+if [ $# -gt 0 ] && [[ "$1" == *.yaml || "$1" == *.yml ]]; then
+  config="$1"
+  shift
+fi
+args=()
+for a in "$@"; do
+  case "$a" in
+    --*) args+=("$a") ;;
+    *=*) args+=("--$a") ;;
+    *) echo "train.sh: overrides look like key=value (got '$a')" >&2; exit 2 ;;
+  esac
+done
+exec "$root/.venv/bin/cgr" train --config "$config" "${args[@]}"
