@@ -9,11 +9,11 @@ if [ $# -lt 1 ]; then
   exit 2
 fi
 "$root/scripts/setup_env.sh"
-checkpoint="$1"
+checkpoint="$(realpath "$1")"
 shift
 args=(--checkpoint "$checkpoint")
 if [ $# -gt 0 ] && [[ "$1" != --* ]]; then
-  args+=(--data "$1")
+  args+=(--data "$(realpath "$1")")
   shift
 fi
 cd "$root"

@@ -71,14 +71,18 @@ class BeamIterativeRetriever:
         return result
 
     def _expand(self, source, step, flat, vectors, k, pools, candidates) -> None:
-        scores, positions = self._search(source, vectors, k)
+        # over-fetch by the path length so each query still gets k facts that are new to its path
+        depth = max(len(state.path) for _, state in flat)
+        scores, positions = self._search(source, vectors, k + depth)
         for row, (qi, state) in enumerate(flat):
+            taken = 0
             for score, pos in zip(scores[row], positions[row], strict=True):
-                if pos < 0:
+                if pos < 0 or taken == k:
                     continue
                 fact = source.corpus[int(pos)]
                 if fact.id in state.path:
                     continue
+                taken += 1
                 s = float(score)
                 merge_pool(pools[qi], RetrievedFact(fact.id, fact.text, s, step, source.name))
                 total = state.score + s if self.beam_score == "sum" else s

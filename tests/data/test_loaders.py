@@ -1,0 +1,115 @@
+import json
+
+import pytest
+
+from cgr.data.corpus import Corpus
+from cgr.data.loaders import load_multiple_choice, load_open_questions
+from cgr.data.records import fact_id
+from cgr.errors import DataFormatError
+from tests.conftest import SAMPLE
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def mc(qid, n=4, labels="ABCDE", key="A", **extra):
+    choices = [{"text": f"choice {i}", "label": labels[i]} for i in range(n)]
+    return {"id": qid, "question": {"stem": "Which one?", "choices": choices}, "answerKey": key, **extra}
+
+
+def test_sample_set_loads_with_gold_facts():
+    train = load_multiple_choice(SAMPLE / "train.jsonl")
+    dev = load_multiple_choice(SAMPLE / "dev.jsonl")
+    assert len(train) + len(dev) == 42
+    assert all(len(q.choices) == 4 and q.answer_index is not None for q in train + dev)
+    assert sum(len(q.gold_facts) >= 2 for q in train + dev) >= 10
+
+
+def test_arc_numeric_labels_and_five_choices_are_kept(tmp_path):
+    path = write_jsonl(tmp_path / "arc.jsonl", [mc("q1", 5, "ABCDE", "E"), mc("q2", 3, "123", "2")])
+    q1, q2 = load_multiple_choice(path)
+    assert [c.label for c in q1.choices] == list("ABCDE") and q1.answer_index == 4
+    assert [c.label for c in q2.choices] == ["1", "2", "3"] and q2.answer_label == "2"
+
+
+def test_obqa_additional_fact1_becomes_gold_fact(tmp_path):
+    path = write_jsonl(tmp_path / "add.jsonl", [mc("q1", fact1="the sun is a star")])
+    assert load_multiple_choice(path)[0].gold_facts == ["the sun is a star"]
+
+
+def test_test_file_without_answer_key(tmp_path):
+    row = mc("q1")
+    del row["answerKey"]
+    assert load_multiple_choice(write_jsonl(tmp_path / "t.jsonl", [row]))[0].answer_index is None
+
+
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"id": "x", "question": {"choices": []}}, "question.stem"),
+        (mc("x", key="F"), "answerKey"),
+        ({"id": "x", "question": {"stem": "s", "choices": [{"label": "A"}, {"text": "b", "label": "B"}]}}, "question.choices[0].text"),
+        ({"question": {"stem": "s", "choices": []}}, "id"),
+    ],
+)
+def test_bad_record_names_file_line_and_field(tmp_path, bad, field):
+    path = write_jsonl(tmp_path / "bad.jsonl", [mc("ok"), bad])
+    with pytest.raises(DataFormatError) as err:
+        load_multiple_choice(path)
+    assert err.value.line == 2 and err.value.field == field
+    assert f"bad.jsonl:2: field '{field}'" in str(err.value)
+
+
+def test_broken_json_line_is_named(tmp_path):
+    path = write_jsonl(tmp_path / "b.jsonl", [mc("ok"), "{not json"])
+    with pytest.raises(DataFormatError, match=r"b.jsonl:2: field '<json>'"):
+        load_multiple_choice(path)
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(DataFormatError, match="file not found"):
+        load_multiple_choice(tmp_path / "nope.jsonl")
+
+
+def test_hotpotqa_official_and_ircot_formats(tmp_path):
+    official = [{"_id": "a1", "question": "Who?", "answer": "Ann", "supporting_facts": [["T1", 0]],
+                 "context": [["T1", ["Ann was born.", " She sang."]], ["T2", ["Other."]]]}]
+    (tmp_path / "o.json").write_text(json.dumps(official))
+    q = load_open_questions(tmp_path / "o.json")[0]
+    assert q.answers == ["Ann"] and q.paragraphs[0].is_supporting and not q.paragraphs[1].is_supporting
+    assert q.paragraphs[0].text == "Ann was born. She sang."
+    ircot = {"question_id": "b2", "question_text": "Where?", "answers_objects": [{"spans": ["Paris"]}],
+             "contexts": [{"id": "0", "title": "P", "paragraph_text": "Paris is big.", "is_supporting": True}]}
+    write_jsonl(tmp_path / "i.jsonl", [ircot])
+    q = load_open_questions(tmp_path / "i.jsonl")[0]
+    assert (q.id, q.answers, q.paragraphs[0].title) == ("b2", ["Paris"], "P")
+
+
+def test_corpus_ids_are_content_hashes_independent_of_order(tmp_path):
+    (tmp_path / "a.txt").write_text('"a star is hot"\nwater is wet\n\nwater   is wet\n')
+    (tmp_path / "b.txt").write_text("water is wet\na star is hot\n")
+    a, b = Corpus.from_files([tmp_path / "a.txt"]), Corpus.from_files([tmp_path / "b.txt"])
+    assert len(a) == 2  # quotes stripped, duplicates (up to white space) merged
+    assert [f.id for f in a.facts] == [f.id for f in b.facts] and a.content_hash == b.content_hash
+    assert a.facts[a.position(fact_id("water is wet"))].text == "water is wet"
+
+
+def test_corpus_formats_jsonl_dict_and_worldtree_tables(tmp_path):
+    write_jsonl(tmp_path / "f.jsonl", [{"id": "1", "text": "ice is cold"}])
+    (tmp_path / "d.json").write_text(json.dumps({"s0": "DUMMY", "s1": "a cat is a mammal"}))
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tables / "KINDOF.tsv").write_text("X\t[FILL]\tY\t[SKIP] UID\ncat\tis a kind of\tanimal\tuid-1\n")
+    corpus = Corpus.from_files([tmp_path / "f.jsonl", tmp_path / "d.json", tables])
+    assert sorted(corpus.texts) == ["a cat is a mammal", "cat is a kind of animal", "ice is cold"]
+
+
+def test_bad_jsonl_fact_and_empty_corpus(tmp_path):
+    write_jsonl(tmp_path / "f.jsonl", [{"id": "1", "text": "ok"}, {"id": "2"}])
+    with pytest.raises(DataFormatError, match=r"f.jsonl:2: field 'text'"):
+        Corpus.from_files([tmp_path / "f.jsonl"])
+    (tmp_path / "empty.txt").write_text("\n\n")
+    with pytest.raises(DataFormatError, match="empty corpus"):
+        Corpus.from_files([tmp_path / "empty.txt"])
