@@ -32,10 +32,15 @@ def train(argv: list[str]) -> int:
         save_config_kwargs={"overwrite": True},
         parser_kwargs={"prog": "cgr train"},
     )
-    cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path="last" if _has_last(cli) else None)
+    cli.trainer.fit(
+        cli.model, datamodule=cli.datamodule, ckpt_path="last" if _has_last(cli) else None
+    )
     if cli.trainer.global_rank != 0:
         return 0
-    best = cli.trainer.checkpoint_callback.best_model_path or cli.trainer.checkpoint_callback.last_model_path
+    best = (
+        cli.trainer.checkpoint_callback.best_model_path
+        or cli.trainer.checkpoint_callback.last_model_path
+    )
     print(f"best checkpoint: {best}")
     accuracy, out = evaluate(best)
     print(f"predictions: {out}")
@@ -45,16 +50,26 @@ def train(argv: list[str]) -> int:
 
 def _has_last(cli) -> bool:
     callback = cli.trainer.checkpoint_callback
-    return bool(callback and callback.dirpath and os.path.exists(os.path.join(callback.dirpath, "last.ckpt")))
+    return bool(
+        callback
+        and callback.dirpath
+        and os.path.exists(os.path.join(callback.dirpath, "last.ckpt"))
+    )
 
 
 def evaluate_command(argv: list[str]) -> int:
     from cgr.evaluation.predict import evaluate
 
-    parser = argparse.ArgumentParser(prog="cgr eval", description="Score a question file with a checkpoint.")
+    parser = argparse.ArgumentParser(
+        prog="cgr eval", description="Score a question file with a checkpoint."
+    )
     parser.add_argument("--checkpoint", required=True)
-    parser.add_argument("--data", default=None, help="official-format OBQA/ARC jsonl (default: the dev file)")
-    parser.add_argument("--out", default=None, help="predictions jsonl (default: beside the checkpoint)")
+    parser.add_argument(
+        "--data", default=None, help="official-format OBQA/ARC jsonl (default: the dev file)"
+    )
+    parser.add_argument(
+        "--out", default=None, help="predictions jsonl (default: beside the checkpoint)"
+    )
     parser.add_argument("--batch-size", type=int, default=None)
     args = parser.parse_args(argv)
     accuracy, out = evaluate(args.checkpoint, args.data, args.out, args.batch_size)

@@ -100,7 +100,9 @@ class Corpus:
         paths = list(paths)
         corpus = cls(t for p in paths for t in iter_fact_texts(p))
         if not corpus.facts:
-            raise DataFormatError(", ".join(map(str, paths)) or "<none>", None, "<facts>", "empty corpus")
+            raise DataFormatError(
+                ", ".join(map(str, paths)) or "<none>", None, "<facts>", "empty corpus"
+            )
         return corpus
 
     def __len__(self) -> int:

@@ -108,7 +108,9 @@ def _convert_question(doc, answer: str) -> str | None:
         replacement = f"{answer}'s {doc[wh.i + 1 : end].text}".strip()
     else:
         kind = _KIND_OF.match(doc[start:end].text)
-        replacement = f"{answer} {kind.group(1)}" if kind and kind.group(1) not in answer else answer
+        replacement = (
+            f"{answer} {kind.group(1)}" if kind and kind.group(1) not in answer else answer
+        )
     before = doc[:start].text
     after = [t for t in doc[end:] if t.text != "?"]
     if start > 0 or not after:  # in situ ("X is an example of what?"): replace in place
@@ -130,7 +132,9 @@ def _convert_question(doc, answer: str) -> str | None:
     s0, s1 = _subject_span(doc, first.i + 1)
     subject = doc[s0:s1].text
     rest = [t for t in doc[s1:] if t.text != "?"]
-    if lower in {"where", "why", "how", "when"} and not (lower == "how" and nxt in {"many", "much"}):
+    if lower in {"where", "why", "how", "when"} and not (
+        lower == "how" and nxt in {"many", "much"}
+    ):
         return f"{subject} {first.text} {' '.join(t.text for t in rest)} {replacement}"
     if rest and rest[-1].tag_ in {"IN", "RP"} and rest[-1].lower_ not in {"that"}:  # "made of?"
         return f"{subject} {first.text} {' '.join(t.text for t in rest)} {replacement}"
@@ -161,9 +165,7 @@ class HypothesisGenerator:
 
     def generate_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[list[str]]:
         splits = [_split_context(stem) for stem, _ in items]
-        docs = self._nlp.pipe(
-            (q for _, q in splits), disable=["ner", "lemmatizer"], batch_size=256
-        )
+        docs = self._nlp.pipe((q for _, q in splits), disable=["ner", "lemmatizer"], batch_size=256)
         out = []
         for (stem, answers), (context, question), doc in zip(items, splits, docs, strict=True):
             out.append([self._one(stem, context, question, doc, a) for a in answers])

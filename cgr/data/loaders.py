@@ -44,7 +44,9 @@ def _get(obj: dict, key: str, kind: type, path: str, lineno: int | None, prefix:
         raise DataFormatError(path, lineno, name, "missing")
     value = obj[key]
     if not isinstance(value, kind):
-        raise DataFormatError(path, lineno, name, f"expected {kind.__name__}, got {type(value).__name__}")
+        raise DataFormatError(
+            path, lineno, name, f"expected {kind.__name__}, got {type(value).__name__}"
+        )
     if isinstance(value, str) and not value.strip():
         raise DataFormatError(path, lineno, name, "empty")
     return value
@@ -103,7 +105,9 @@ def _answer_list(obj: dict, path: str, lineno: int | None) -> list[str]:
     elif "answers_objects" in obj:
         answers = [s for a in obj["answers_objects"] for s in a.get("spans", [])]
     else:
-        raise DataFormatError(path, lineno, "answer", "missing (expected 'answer' or 'answers_objects')")
+        raise DataFormatError(
+            path, lineno, "answer", "missing (expected 'answer' or 'answers_objects')"
+        )
     return answers
 
 
@@ -123,7 +127,9 @@ def parse_open_question(obj: dict, path: str, lineno: int | None) -> OpenQuestio
         question = _get(obj, "question", str, path, lineno)
         if "paragraphs" in obj:  # MuSiQue
             paragraphs = [
-                Paragraph(p.get("title", ""), p.get("paragraph_text", ""), bool(p.get("is_supporting")))
+                Paragraph(
+                    p.get("title", ""), p.get("paragraph_text", ""), bool(p.get("is_supporting"))
+                )
                 for p in obj["paragraphs"]
             ]
         else:  # HotpotQA / 2Wiki official: context = [[title, [sentences]]]
@@ -131,9 +137,13 @@ def parse_open_question(obj: dict, path: str, lineno: int | None) -> OpenQuestio
             paragraphs = []
             for i, item in enumerate(obj.get("context", [])):
                 if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], list)):
-                    raise DataFormatError(path, lineno, f"context[{i}]", "expected [title, [sentences]]")
+                    raise DataFormatError(
+                        path, lineno, f"context[{i}]", "expected [title, [sentences]]"
+                    )
                 title, sents = item
-                paragraphs.append(Paragraph(title, " ".join(s.strip() for s in sents), title in supporting))
+                paragraphs.append(
+                    Paragraph(title, " ".join(s.strip() for s in sents), title in supporting)
+                )
     return OpenQuestion(qid, question.strip(), _answer_list(obj, path, lineno), paragraphs, path)
 
 

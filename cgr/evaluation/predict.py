@@ -17,7 +17,9 @@ from cgr.training.datamodule import QADataModule
 from cgr.training.module import ReaderModule
 
 
-def _datamodule_from_checkpoint(checkpoint: dict, data_file: str | None, **overrides) -> QADataModule:
+def _datamodule_from_checkpoint(
+    checkpoint: dict, data_file: str | None, **overrides
+) -> QADataModule:
     hparams = {
         k: v
         for k, v in (checkpoint.get("datamodule_hyper_parameters") or {}).items()
@@ -48,7 +50,12 @@ def prediction_record(example, scores: list[float]) -> dict:
                 "facts": [f.to_dict() for f in facts],
             }
             for label, text, score, hyp, facts in zip(
-                example.labels, example.choices, scores, example.hypotheses, example.facts, strict=True
+                example.labels,
+                example.choices,
+                scores,
+                example.hypotheses,
+                example.facts,
+                strict=True,
             )
         ],
     }
@@ -64,11 +71,17 @@ def evaluate(
         raise ConfigError(f"checkpoint not found: {checkpoint_path}")
     checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
     datamodule = _datamodule_from_checkpoint(checkpoint, data_file, eval_batch_size=batch_size)
-    model = ReaderModule.load_from_checkpoint(checkpoint_path, map_location="cpu", weights_only=False)
+    model = ReaderModule.load_from_checkpoint(
+        checkpoint_path, map_location="cpu", weights_only=False
+    )
     trainer = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False)
     batches = trainer.predict(model, datamodule=datamodule)
     source = datamodule.hparams.predict_file
-    out = Path(out_path) if out_path else Path(checkpoint_path).parent / f"predictions-{Path(source).stem}.jsonl"
+    out = (
+        Path(out_path)
+        if out_path
+        else Path(checkpoint_path).parent / f"predictions-{Path(source).stem}.jsonl"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     correct = labelled = 0
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")

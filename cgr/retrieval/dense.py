@@ -87,7 +87,9 @@ class BeamIterativeRetriever:
                 merge_pool(pools[qi], RetrievedFact(fact.id, fact.text, s, step, source.name))
                 total = state.score + s if self.beam_score == "sum" else s
                 new_query = f"{state.query} {self.sep} {fact.text}"
-                candidates[qi].append((_BeamState(new_query, total, state.path + (fact.id,)), source.name))
+                candidates[qi].append(
+                    (_BeamState(new_query, total, state.path + (fact.id,)), source.name)
+                )
 
     def retrieve(self, queries: list[str]) -> list[list[RetrievedFact]]:
         beams = [[_BeamState(q, 0.0, ())] for q in queries]
@@ -100,7 +102,9 @@ class BeamIterativeRetriever:
             candidates: list[list[tuple[_BeamState, str]]] = [[] for _ in queries]
             self._expand(self.corpus, step, flat, vectors, self.beam_size, pools, candidates)
             if step == 1 and self.open_book is not None:
-                self._expand(self.open_book, step, flat, vectors, self.open_book_k, pools, candidates)
+                self._expand(
+                    self.open_book, step, flat, vectors, self.open_book_k, pools, candidates
+                )
                 if self.open_book_first_hop:  # the authors' OBQA setting: hop 1 = open-book facts
                     candidates = [
                         [c for c in cands if c[1] == self.open_book.name] or cands

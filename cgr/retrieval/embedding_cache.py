@@ -56,7 +56,9 @@ class EmbeddingCache:
         found = json.loads(meta_path.read_text())
         diff = {k: (found.get(k), v) for k, v in self.meta.items() if found.get(k) != v}
         if diff:
-            detail = ", ".join(f"{k}: cache has {a!r}, corpus needs {b!r}" for k, (a, b) in diff.items())
+            detail = ", ".join(
+                f"{k}: cache has {a!r}, corpus needs {b!r}" for k, (a, b) in diff.items()
+            )
             raise CacheMismatchError(
                 f"embedding cache {self.folder} does not match this corpus/model ({detail}); "
                 "point retrieval.cache_dir elsewhere or delete that folder"
@@ -74,7 +76,9 @@ class EmbeddingCache:
         texts = self.corpus.texts
         n_chunks = (len(texts) + self.chunk_size - 1) // self.chunk_size
         todo = [n for n in range(n_chunks) if not self._chunk_path(n).exists()]
-        done = len(texts) - sum(len(texts[n * self.chunk_size : (n + 1) * self.chunk_size]) for n in todo)
+        done = len(texts) - sum(
+            len(texts[n * self.chunk_size : (n + 1) * self.chunk_size]) for n in todo
+        )
         bar = tqdm(
             total=len(texts),
             initial=done,

@@ -43,7 +43,9 @@ class RetrievalConfig:
             raise ConfigError(f"retrieval.method must be one of {METHODS}, not {self.method!r}")
 
 
-def _dense_source(name: str, corpus: Corpus, encoder: TextEncoder, cfg: RetrievalConfig) -> SearchSource:
+def _dense_source(
+    name: str, corpus: Corpus, encoder: TextEncoder, cfg: RetrievalConfig
+) -> SearchSource:
     folder = cache_folder(cfg.cache_dir, cfg.encoder, corpus)
     vectors = EmbeddingCache(folder, cfg.encoder, corpus).load_or_build(encoder)
     use_gpu: bool | str = {"true": True, "false": False}.get(str(cfg.use_gpu).lower(), "auto")

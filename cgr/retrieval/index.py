@@ -36,7 +36,9 @@ class FaissIndex:
             index = faiss.IndexFlatIP(dim)
         elif kind == "ivf":
             nlist = max(1, min(nlist, len(vectors) // 39))  # FAISS wants ~39 points per centroid
-            index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+            index = faiss.IndexIVFFlat(
+                faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT
+            )
             index.train(vectors)
             index.nprobe = min(nprobe, nlist)
         elif kind == "hnsw":

@@ -26,7 +26,9 @@ class BM25Retriever:
         self.corpus = corpus
         self.k = min(k, len(corpus))
         self.model = bm25s.BM25()
-        self.model.index(bm25s.tokenize(corpus.texts, stopwords="en", show_progress=False), show_progress=False)
+        self.model.index(
+            bm25s.tokenize(corpus.texts, stopwords="en", show_progress=False), show_progress=False
+        )
 
     def retrieve(self, queries: list[str]) -> list[list[RetrievedFact]]:
         if not queries:

@@ -39,8 +39,24 @@ class ReaderModule(pl.LightningModule):
         loss = F.cross_entropy(logits.float(), labels)
         acc = (logits.argmax(-1) == labels).float().mean()
         on_step = stage == "train"
-        self.log(f"{stage}/loss", loss, batch_size=len(batch), prog_bar=True, on_step=on_step, on_epoch=True, sync_dist=not on_step)
-        self.log(f"{stage}/acc", acc, batch_size=len(batch), prog_bar=True, on_step=on_step, on_epoch=True, sync_dist=not on_step)
+        self.log(
+            f"{stage}/loss",
+            loss,
+            batch_size=len(batch),
+            prog_bar=True,
+            on_step=on_step,
+            on_epoch=True,
+            sync_dist=not on_step,
+        )
+        self.log(
+            f"{stage}/acc",
+            acc,
+            batch_size=len(batch),
+            prog_bar=True,
+            on_step=on_step,
+            on_epoch=True,
+            sync_dist=not on_step,
+        )
         return loss
 
     def training_step(self, batch, batch_idx):
@@ -51,7 +67,10 @@ class ReaderModule(pl.LightningModule):
 
     def predict_step(self, batch, batch_idx):
         logits = self(batch)
-        return [(ex, row[: len(ex.choices)].float().cpu().tolist()) for ex, row in zip(batch, logits, strict=True)]
+        return [
+            (ex, row[: len(ex.choices)].float().cpu().tolist())
+            for ex, row in zip(batch, logits, strict=True)
+        ]
 
     def configure_optimizers(self):
         no_decay = ("bias", "LayerNorm.weight", "layer_norm", "norm.weight")
@@ -63,5 +82,10 @@ class ReaderModule(pl.LightningModule):
         ]  # fmt: skip
         optimizer = torch.optim.AdamW(params, lr=self.hparams.lr)
         total = max(1, int(self.trainer.estimated_stepping_batches))
-        scheduler = get_linear_schedule_with_warmup(optimizer, int(self.hparams.warmup_ratio * total), total)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        scheduler = get_linear_schedule_with_warmup(
+            optimizer, int(self.hparams.warmup_ratio * total), total
+        )
+        return {
+            "optimizer": optimizer,
+            "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
+        }

@@ -4,44 +4,100 @@ import pytest
 
 CASES = [
     # wh-subject, "which of the following", negation
-    ("Which of the following materials is a good conductor of electricity?", "copper", "Copper is a good conductor of electricity."),
+    (
+        "Which of the following materials is a good conductor of electricity?",
+        "copper",
+        "Copper is a good conductor of electricity.",
+    ),
     ("Which animal lays eggs?", "a chicken", "A chicken lays eggs."),
     ("Which of these is NOT a mammal?", "a shark", "A shark is NOT a mammal."),
-    ("Which is an example of a chemical change?", "rusting iron", "Rusting iron is an example of a chemical change."),
+    (
+        "Which is an example of a chemical change?",
+        "rusting iron",
+        "Rusting iron is an example of a chemical change.",
+    ),
     ("What causes the tides?", "the moon", "The moon causes the tides."),
     ("Who discovered gravity?", "Isaac Newton", "Isaac Newton discovered gravity."),
-    ("Which tool would best measure the length of a pencil?", "a ruler", "A ruler would best measure the length of a pencil."),
-    ("Which property of a mineral can be determined just by looking at it?", "luster", "Luster can be determined just by looking at it."),
+    (
+        "Which tool would best measure the length of a pencil?",
+        "a ruler",
+        "A ruler would best measure the length of a pencil.",
+    ),
+    (
+        "Which property of a mineral can be determined just by looking at it?",
+        "luster",
+        "Luster can be determined just by looking at it.",
+    ),
     # wh-object with do-support, modals and copulas
     ("What do plants need to grow?", "Sunlight", "Plants do need sunlight to grow."),
-    ("What can a student use to measure mass?", "a balance", "A student can use a balance to measure mass."),
+    (
+        "What can a student use to measure mass?",
+        "a balance",
+        "A student can use a balance to measure mass.",
+    ),
     ("What is the color of the sky?", "blue", "The color of the sky is blue."),
-    ("What is the main job of the heart?", "pumping blood", "The main job of the heart is pumping blood."),
-    ("What is the boiling point of water?", "100 degrees Celsius", "The boiling point of water is 100 degrees Celsius."),
+    (
+        "What is the main job of the heart?",
+        "pumping blood",
+        "The main job of the heart is pumping blood.",
+    ),
+    (
+        "What is the boiling point of water?",
+        "100 degrees Celsius",
+        "The boiling point of water is 100 degrees Celsius.",
+    ),
     ("What is a desk made of?", "wood", "A desk is made of wood."),
     ("Which organ do humans use to breathe?", "lungs", "Humans do use lungs to breathe."),
-    ("What should a student do to stay safe in a lab?", "wear goggles", "A student should wear goggles to stay safe in a lab."),
+    (
+        "What should a student do to stay safe in a lab?",
+        "wear goggles",
+        "A student should wear goggles to stay safe in a lab.",
+    ),
     ("What type of energy does a battery store?", "chemical", None),
     # how many / how much
     ("How many legs does a spider have?", "eight", "A spider does have eight legs."),
     ("How much water does a cactus need?", "very little", "A cactus does need very little water."),
     # where / why / how / when
-    ("Where would you find a polar bear?", "the Arctic", "You would find a polar bear in the Arctic."),
+    (
+        "Where would you find a polar bear?",
+        "the Arctic",
+        "You would find a polar bear in the Arctic.",
+    ),
     ("Where do fish live?", "in water", None),
-    ("Why do leaves change color in fall?", "they stop making chlorophyll", "Leaves do change color in fall because they stop making chlorophyll."),
+    (
+        "Why do leaves change color in fall?",
+        "they stop making chlorophyll",
+        "Leaves do change color in fall because they stop making chlorophyll.",
+    ),
     ("How do plants make food?", "photosynthesis", "Plants do make food by photosynthesis."),
     # wh in situ
     ("A desk is made of what?", "wood", "A desk is made of wood."),
     ("Sound is a kind of what?", "vibration", "Sound is a kind of vibration."),
     # fill-in-the-blank stems, with and without a blank
-    ("The sun is responsible for", "plants sprouting, blooming and wilting", "The sun is responsible for plants sprouting, blooming and wilting."),
+    (
+        "The sun is responsible for",
+        "plants sprouting, blooming and wilting",
+        "The sun is responsible for plants sprouting, blooming and wilting.",
+    ),
     ("Mercury is the closest planet to", "the sun", "Mercury is the closest planet to the sun."),
-    ("An example of a renewable resource is", "wind", "An example of a renewable resource is wind."),
+    (
+        "An example of a renewable resource is",
+        "wind",
+        "An example of a renewable resource is wind.",
+    ),
     ("Frogs lay eggs in ____.", "water", "Frogs lay eggs in water."),
     ("An owl is a predator because it", "eats mice", "An owl is a predator because it eats mice."),
-    ("A bear sleeps through most of the winter. This is called", "hibernation", "A bear sleeps through most of the winter. This is called hibernation."),
+    (
+        "A bear sleeps through most of the winter. This is called",
+        "hibernation",
+        "A bear sleeps through most of the winter. This is called hibernation.",
+    ),
     # context sentences kept, happen-questions become the answer clause
-    ("A student puts ice in a cup. What will happen to the ice?", "It will melt.", "A student puts ice in a cup. It will melt."),
+    (
+        "A student puts ice in a cup. What will happen to the ice?",
+        "It will melt.",
+        "A student puts ice in a cup. It will melt.",
+    ),
     ("What happens when water freezes?", "it expands", "When water freezes, it expands."),
     ("A student wants to find the mass of a rock. Which tool should she use?", "a balance", None),
 ]
@@ -66,7 +122,9 @@ def test_context_sentence_is_kept(hypothesis_generator):
     h = hypothesis_generator.generate(
         "A student wants to find the mass of a rock. Which tool should she use?", ["a balance"]
     )[0]
-    assert h.startswith("A student wants to find the mass of a rock.") and h.endswith("She should use a balance.")
+    assert h.startswith("A student wants to find the mass of a rock.") and h.endswith(
+        "She should use a balance."
+    )
 
 
 def test_unconvertible_question_falls_back_to_question_plus_answer(hypothesis_generator):

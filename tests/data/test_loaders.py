@@ -16,7 +16,12 @@ def write_jsonl(path, rows):
 
 def mc(qid, n=4, labels="ABCDE", key="A", **extra):
     choices = [{"text": f"choice {i}", "label": labels[i]} for i in range(n)]
-    return {"id": qid, "question": {"stem": "Which one?", "choices": choices}, "answerKey": key, **extra}
+    return {
+        "id": qid,
+        "question": {"stem": "Which one?", "choices": choices},
+        "answerKey": key,
+        **extra,
+    }
 
 
 def test_sample_set_loads_with_gold_facts():
@@ -50,7 +55,13 @@ def test_test_file_without_answer_key(tmp_path):
     [
         ({"id": "x", "question": {"choices": []}}, "question.stem"),
         (mc("x", key="F"), "answerKey"),
-        ({"id": "x", "question": {"stem": "s", "choices": [{"label": "A"}, {"text": "b", "label": "B"}]}}, "question.choices[0].text"),
+        (
+            {
+                "id": "x",
+                "question": {"stem": "s", "choices": [{"label": "A"}, {"text": "b", "label": "B"}]},
+            },
+            "question.choices[0].text",
+        ),
         ({"question": {"stem": "s", "choices": []}}, "id"),
     ],
 )
@@ -74,14 +85,29 @@ def test_missing_file_is_a_clear_error(tmp_path):
 
 
 def test_hotpotqa_official_and_ircot_formats(tmp_path):
-    official = [{"_id": "a1", "question": "Who?", "answer": "Ann", "supporting_facts": [["T1", 0]],
-                 "context": [["T1", ["Ann was born.", " She sang."]], ["T2", ["Other."]]]}]
+    official = [
+        {
+            "_id": "a1",
+            "question": "Who?",
+            "answer": "Ann",
+            "supporting_facts": [["T1", 0]],
+            "context": [["T1", ["Ann was born.", " She sang."]], ["T2", ["Other."]]],
+        }
+    ]
     (tmp_path / "o.json").write_text(json.dumps(official))
     q = load_open_questions(tmp_path / "o.json")[0]
-    assert q.answers == ["Ann"] and q.paragraphs[0].is_supporting and not q.paragraphs[1].is_supporting
+    assert (
+        q.answers == ["Ann"] and q.paragraphs[0].is_supporting and not q.paragraphs[1].is_supporting
+    )
     assert q.paragraphs[0].text == "Ann was born. She sang."
-    ircot = {"question_id": "b2", "question_text": "Where?", "answers_objects": [{"spans": ["Paris"]}],
-             "contexts": [{"id": "0", "title": "P", "paragraph_text": "Paris is big.", "is_supporting": True}]}
+    ircot = {
+        "question_id": "b2",
+        "question_text": "Where?",
+        "answers_objects": [{"spans": ["Paris"]}],
+        "contexts": [
+            {"id": "0", "title": "P", "paragraph_text": "Paris is big.", "is_supporting": True}
+        ],
+    }
     write_jsonl(tmp_path / "i.jsonl", [ircot])
     q = load_open_questions(tmp_path / "i.jsonl")[0]
     assert (q.id, q.answers, q.paragraphs[0].title) == ("b2", ["Paris"], "P")
@@ -101,7 +127,9 @@ def test_corpus_formats_jsonl_dict_and_worldtree_tables(tmp_path):
     (tmp_path / "d.json").write_text(json.dumps({"s0": "DUMMY", "s1": "a cat is a mammal"}))
     tables = tmp_path / "tables"
     tables.mkdir()
-    (tables / "KINDOF.tsv").write_text("X\t[FILL]\tY\t[SKIP] UID\ncat\tis a kind of\tanimal\tuid-1\n")
+    (tables / "KINDOF.tsv").write_text(
+        "X\t[FILL]\tY\t[SKIP] UID\ncat\tis a kind of\tanimal\tuid-1\n"
+    )
     corpus = Corpus.from_files([tmp_path / "f.jsonl", tmp_path / "d.json", tables])
     assert sorted(corpus.texts) == ["a cat is a mammal", "cat is a kind of animal", "ice is cold"]
 

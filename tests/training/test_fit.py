@@ -1,0 +1,96 @@
+"""A real (tiny) LightningCLI fit on data/sample, then `cgr eval` on its checkpoint."""
+
+import json
+
+import pytest
+import yaml
+
+from cgr.cli import main
+from tests.conftest import ROOT, SAMPLE
+
+
+def write_config(tmp_path, **retrieval):
+    config = yaml.safe_load((ROOT / "configs" / "default.yaml").read_text())
+    config["trainer"].update(max_epochs=1, limit_train_batches=3, default_root_dir=str(tmp_path / "logs"),
+                             enable_progress_bar=False)  # fmt: skip
+    config["trainer"]["logger"] = [{"class_path": "pytorch_lightning.loggers.CSVLogger",
+                                    "init_args": {"save_dir": str(tmp_path / "logs")}}]  # fmt: skip
+    config["trainer"]["callbacks"][0]["init_args"]["dirpath"] = str(tmp_path / "ckpt")
+    config["model"]["max_length"] = 64
+    data = config["data"]
+    data.update(train_file=str(SAMPLE / "train.jsonl"), dev_file=str(SAMPLE / "dev.jsonl"),
+                pool_cache_dir=str(tmp_path / "pools"), max_evidence=4)  # fmt: skip
+    data["retrieval"].update(corpus=[str(SAMPLE / "facts.txt")], open_book=str(SAMPLE / "openbook.txt"),
+                             cache_dir=str(tmp_path / "emb"), beam_size=2, open_book_k=2, **retrieval)  # fmt: skip
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("fit")
+    assert main(["train", "--config", str(write_config(tmp_path))]) == 0
+    return tmp_path
+
+
+def test_fit_writes_best_and_last_checkpoints_and_metrics(trained, capsys):
+    assert (trained / "ckpt" / "best.ckpt").is_file() and (trained / "ckpt" / "last.ckpt").is_file()
+    metrics = next((trained / "logs").rglob("metrics.csv")).read_text()
+    assert "train/loss_step" in metrics and "val/acc" in metrics
+
+
+def test_eval_prints_accuracy_last_and_writes_predictions(trained, capsys, tmp_path):
+    out = tmp_path / "pred.jsonl"
+    assert (
+        main(["eval", "--checkpoint", str(trained / "ckpt" / "best.ckpt"), "--out", str(out)]) == 0
+    )
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("accuracy: ")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 10
+    accuracy = float(last.split()[1])
+    assert accuracy == pytest.approx(sum(r["correct"] for r in rows) / 10)
+    choice = rows[0]["choices"][0]
+    assert {"label", "text", "score", "hypothesis", "facts"} <= set(choice)
+    assert 0 < len(choice["facts"]) <= 4 and {"fact_id", "text", "score", "step"} <= set(
+        choice["facts"][0]
+    )
+
+
+def test_eval_on_an_arc_format_file(trained, capsys, tmp_path):
+    arc = tmp_path / "arc.jsonl"
+    row = {"id": "x1", "question": {"stem": "Which is a metal?", "choices": [
+        {"text": "wood", "label": "1"}, {"text": "copper", "label": "2"}, {"text": "glass", "label": "3"},
+        {"text": "paper", "label": "4"}, {"text": "cloth", "label": "5"}]}, "answerKey": "2"}  # fmt: skip
+    arc.write_text(json.dumps(row) + "\n")
+    assert main(["eval", "--checkpoint", str(trained / "ckpt" / "best.ckpt"), "--data", str(arc),
+                 "--out", str(tmp_path / "p.jsonl")]) == 0  # fmt: skip
+    assert capsys.readouterr().out.strip().splitlines()[-1] in {
+        "accuracy: 0.0000",
+        "accuracy: 1.0000",
+    }
+    record = json.loads((tmp_path / "p.jsonl").read_text())
+    assert [c["label"] for c in record["choices"]] == ["1", "2", "3", "4", "5"]
+
+
+def test_unknown_config_key_is_one_clear_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--config", str(write_config(tmp_path)), "--data.no_such_key=1"])
+    assert exit_info.value.code != 0
+    assert "no_such_key" in capsys.readouterr().err
+
+
+def test_missing_data_file_is_one_clear_error(tmp_path, capsys):
+    code = main(
+        ["train", "--config", str(write_config(tmp_path)), "--data.train_file=missing.jsonl"]
+    )
+    err = capsys.readouterr().err
+    assert (
+        code == 2 and "missing.jsonl" in err and "file not found" in err and "Traceback" not in err
+    )
+
+
+def test_missing_checkpoint_is_one_clear_error(tmp_path, capsys):
+    assert main(["eval", "--checkpoint", str(tmp_path / "none.ckpt")]) == 2
+    assert "checkpoint not found" in capsys.readouterr().err
