@@ -93,7 +93,6 @@ def _convert_question(doc, answer: str) -> str | None:
     start, end = top.left_edge.i, top.right_edge.i + 1
     if wh.i < start or wh.i >= end:
         start, end = wh.i, wh.i + 1
-    phrase = doc[start:end]
     lower = wh.lower_
     nxt = doc[wh.i + 1].lower_ if wh.i + 1 < len(doc) else ""
     if lower == "how" and nxt in {"many", "much"}:

@@ -19,7 +19,7 @@ def test_lexical_match_ranks_first(cls):
     assert pools[0][0].text == "copper is a metal"
     assert pools[1][0].text == "rain falls from clouds"
     assert all(len(p) <= 3 for p in pools)
-    assert all(a.score >= b.score for p in pools for a, b in zip(p, p[1:]))
+    assert all(a.score >= b.score for p in pools for a, b in zip(p, p[1:], strict=False))
 
 
 @pytest.mark.parametrize("cls", [BM25Retriever, TfidfRetriever])
