@@ -34,7 +34,7 @@ class QADataModule(pl.LightningDataModule):
 
     def __init__(
         self,
-        train_file: str = "data/sample/train.jsonl",
+        train_file: str | list[str] = "data/sample/train.jsonl",
         dev_file: str = "data/sample/dev.jsonl",
         predict_file: str | None = None,
         retrieval: RetrievalConfig | None = None,
@@ -54,14 +54,15 @@ class QADataModule(pl.LightningDataModule):
         self._hypotheses = None
         self.splits: dict[str, list[ReaderExample]] = {}
 
-    def _examples(self, split: str, path: str) -> list[ReaderExample]:
-        questions = load_multiple_choice(path)
+    def _examples(self, split: str, paths: str | list[str]) -> list[ReaderExample]:
+        paths = [paths] if isinstance(paths, str) else list(paths)
+        questions = [q for path in paths for q in load_multiple_choice(path)]
         if split == "train" and self.hparams.max_train_questions:
             questions = questions[: self.hparams.max_train_questions]
-        key = pool_cache_key(path, self.retrieval, f"{split}:{len(questions)}")
-        cache = Path(self.hparams.pool_cache_dir) / f"{Path(path).stem}-{key}.jsonl"
+        key = pool_cache_key(paths, self.retrieval, f"{split}:{len(questions)}")
+        cache = Path(self.hparams.pool_cache_dir) / f"{Path(paths[0]).stem}-{key}.jsonl"
         if cache.exists():
-            log.info("evidence pools for %s from cache %s", path, cache)
+            log.info("evidence pools for %s from cache %s", ", ".join(paths), cache)
             examples = load_examples(cache)
         else:
             if self._hypotheses is None:

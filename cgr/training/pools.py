@@ -16,6 +16,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from cgr.data.hypothesis import HypothesisGenerator
+from cgr.data.loaders import require_file
 from cgr.data.records import Question
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.base import RetrievedFact, Retriever
@@ -26,15 +27,16 @@ log = logging.getLogger(__name__)
 
 def _file_digest(path: str | Path, h) -> None:
     p = Path(path)
-    files = sorted(p.glob("*.tsv")) if p.is_dir() else [p]
+    files = sorted(p.glob("*.tsv")) if p.is_dir() else [require_file(p, "corpus file")]
     for f in files:
         h.update(f.name.encode())
         h.update(f.read_bytes())
 
 
-def pool_cache_key(question_file: str, cfg: RetrievalConfig, extra: str = "") -> str:
+def pool_cache_key(question_files: list[str], cfg: RetrievalConfig, extra: str = "") -> str:
     h = hashlib.sha256()
-    _file_digest(question_file, h)
+    for path in question_files:
+        _file_digest(path, h)
     for path in [*cfg.corpus, *([cfg.open_book] if cfg.open_book else [])]:
         _file_digest(path, h)
     settings = {k: v for k, v in asdict(cfg).items() if k not in {"cache_dir", "use_gpu"}}
