@@ -35,13 +35,16 @@ ROWS = {
 
 def row_config(base: dict, row: str, budget: argparse.Namespace, out_dir: Path) -> dict:
     config = copy.deepcopy(base)
-    config["trainer"].update(max_epochs=budget.epochs, val_check_interval=1.0, enable_progress_bar=False)
+    config["trainer"].update(
+        max_epochs=budget.epochs, val_check_interval=1.0, enable_progress_bar=False
+    )
     config["trainer"]["logger"] = [{"class_path": "pytorch_lightning.loggers.CSVLogger",
                                     "init_args": {"save_dir": "logs", "name": f"bench-{row}"}}]  # fmt: skip
     config["trainer"]["callbacks"][0]["init_args"]["dirpath"] = str(out_dir / row)
     config["model"]["max_length"] = budget.max_length
     config["data"]["max_train_questions"] = budget.train_questions
     config["data"]["retrieval"].update(ROWS[row][1])
+    config["data"]["chains"] = {"enabled": False}  # this table is about the evidence pool itself
     return config
 
 
@@ -72,7 +75,9 @@ def main() -> None:
     parser.add_argument("--force", action="store_true", help="re-run rows that have a result")
     parser.add_argument("--table", action="store_true", help="only print the table")
     args = parser.parse_args()
-    budget = argparse.Namespace(train_questions=args.train_questions, epochs=args.epochs, max_length=args.max_length)
+    budget = argparse.Namespace(
+        train_questions=args.train_questions, epochs=args.epochs, max_length=args.max_length
+    )
     base = load_config(args.config)
     if not args.table:
         for row in args.rows:
@@ -80,7 +85,10 @@ def main() -> None:
                 continue
             result = run_row(base, row, budget)
             save_result(f"reader_accuracy-{row}", result)
-            print(f"{row}: accuracy {result['accuracy']:.4f} in {result['minutes']:.1f} min", flush=True)
+            print(
+                f"{row}: accuracy {result['accuracy']:.4f} in {result['minutes']:.1f} min",
+                flush=True,
+            )
     table = []
     for row in ROWS:
         r = load_result(f"reader_accuracy-{row}")

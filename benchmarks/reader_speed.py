@@ -1,6 +1,6 @@
 """Reader training speed: questions/s and peak memory for forward + backward + AdamW steps.
 
-    .venv/bin/python benchmarks/reader_speed.py [--steps 10] [--batch-size 8] [--lengths 128 256]
+.venv/bin/python benchmarks/reader_speed.py [--steps 10] [--batch-size 8] [--lengths 128 256]
 """
 
 from __future__ import annotations
@@ -21,7 +21,12 @@ from cgr.retrieval.base import RetrievedFact  # noqa: E402
 
 
 def batch(size: int, choices: int = 4) -> list[ReaderExample]:
-    facts = [RetrievedFact(str(i), f"fact {i}: the sun heats the ocean and water evaporates into the air", 1.0) for i in range(15)]
+    facts = [
+        RetrievedFact(
+            str(i), f"fact {i}: the sun heats the ocean and water evaporates into the air", 1.0
+        )
+        for i in range(15)
+    ]
     return [ReaderExample(str(q), "Which of these would help a polar bear stay warm in winter?", list("ABCD"),
                           ["thick fur", "long claws", "a black nose", "small ears"], [""] * choices, [facts] * choices, 0)
             for q in range(size)]  # fmt: skip
@@ -44,7 +49,9 @@ def main() -> None:
         for step in range(args.steps + 1):
             if step == 1:  # the first step warms up allocations and is not timed
                 start = time.perf_counter()
-            loss = torch.nn.functional.cross_entropy(reader(reader.encode(examples, device)), labels)
+            loss = torch.nn.functional.cross_entropy(
+                reader(reader.encode(examples, device)), labels
+            )
             loss.backward()
             optimizer.step()
             optimizer.zero_grad()
@@ -54,7 +61,10 @@ def main() -> None:
                      args.batch_size * args.steps / seconds, peak_rss_mb(), gpu_mb])  # fmt: skip
     save_result("reader_speed", {"machine": machine(), "rows": rows})
     print(f"reader training (fwd + bwd + AdamW), 4 choices; {machine()}")
-    print_table(["model", "max length", "batch", "s/step", "questions/s", "peak RSS MB", "peak GPU MB"], rows)
+    print_table(
+        ["model", "max length", "batch", "s/step", "questions/s", "peak RSS MB", "peak GPU MB"],
+        rows,
+    )
 
 
 if __name__ == "__main__":

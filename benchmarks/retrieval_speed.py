@@ -26,8 +26,12 @@ from cgr.retrieval.factory import RetrievalConfig, build_retriever  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--config", default="configs/obqa.yaml")
-    parser.add_argument("--questions", type=int, default=100, help="dev questions (x choices = hypotheses)")
-    parser.add_argument("--encode-sample", type=int, default=2000, help="facts encoded for sentences/s")
+    parser.add_argument(
+        "--questions", type=int, default=100, help="dev questions (x choices = hypotheses)"
+    )
+    parser.add_argument(
+        "--encode-sample", type=int, default=2000, help="facts encoded for sentences/s"
+    )
     args = parser.parse_args()
     config = load_config(args.config)
     cfg = RetrievalConfig(**config["data"]["retrieval"])
@@ -41,7 +45,13 @@ def main() -> None:
 
     retriever = build_retriever(cfg)  # builds or loads the embedding cache
     questions = load_multiple_choice(ROOT / config["data"]["dev_file"])[: args.questions]
-    hyps = [h for q_h in HypothesisGenerator().generate_many([(q.stem, [c.text for c in q.choices]) for q in questions]) for h in q_h]
+    hyps = [
+        h
+        for q_h in HypothesisGenerator().generate_many(
+            [(q.stem, [c.text for c in q.choices]) for q in questions]
+        )
+        for h in q_h
+    ]
     rows = []
     for name, steps in [("dense, T=1", 1), (f"beam, K={cfg.beam_size}, T={cfg.steps}", cfg.steps)]:
         retriever = build_retriever(replace(cfg, method="beam", steps=steps))
@@ -55,8 +65,20 @@ def main() -> None:
               "open_book": bool(cfg.open_book), "rows": rows}  # fmt: skip
     save_result("retrieval_speed", result)
     print(f"corpus: {len(corpus)} facts; encoder {cfg.encoder}; {machine()}")
-    print(f"corpus encoding: {encode_rate:.0f} sentences/s ({len(sample)} facts, batch {cfg.encode_batch_size})\n")
-    print_table(["retriever", "hypotheses", "hypotheses/s", "FAISS calls", "hypotheses/s of raw FAISS", "overhead ratio"], rows)
+    print(
+        f"corpus encoding: {encode_rate:.0f} sentences/s ({len(sample)} facts, batch {cfg.encode_batch_size})\n"
+    )
+    print_table(
+        [
+            "retriever",
+            "hypotheses",
+            "hypotheses/s",
+            "FAISS calls",
+            "hypotheses/s of raw FAISS",
+            "overhead ratio",
+        ],
+        rows,
+    )
 
 
 if __name__ == "__main__":

@@ -36,7 +36,9 @@ class AmrlibParser:
             graphs = []
             for s in sentences:
                 try:
-                    graphs.extend(self.model.parse_sents([s], add_metadata=True, disable_progress=True))
+                    graphs.extend(
+                        self.model.parse_sents([s], add_metadata=True, disable_progress=True)
+                    )
                 except Exception:
                     graphs.append(None)
         return [_valid(g) for g in graphs]

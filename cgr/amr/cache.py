@@ -22,7 +22,9 @@ class ParseCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, timeout=60)
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS parses (backend TEXT, sentence TEXT, graph TEXT, PRIMARY KEY (backend, sentence))")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS parses (backend TEXT, sentence TEXT, graph TEXT, PRIMARY KEY (backend, sentence))"
+        )
         self.db.commit()
 
     def get_many(self, backend: str, sentences: list[str]) -> dict[str, str | None]:
@@ -40,7 +42,8 @@ class ParseCache:
 
     def put_many(self, backend: str, parsed: dict[str, str | None]) -> None:
         self.db.executemany(
-            "INSERT OR REPLACE INTO parses VALUES (?, ?, ?)", [(backend, s, g) for s, g in parsed.items()]
+            "INSERT OR REPLACE INTO parses VALUES (?, ?, ?)",
+            [(backend, s, g) for s, g in parsed.items()],
         )
         self.db.commit()
 
@@ -55,7 +58,12 @@ class ParseCache:
         """Graphs for `sentences` in order, parsing (and storing) only what the cache lacks."""
         known = self.get_many(backend, sentences)
         todo = [s for s in dict.fromkeys(sentences) if s not in known]
-        bar = tqdm(total=len(todo), desc=f"parsing AMR ({backend})", unit="sent", disable=not progress or not todo)
+        bar = tqdm(
+            total=len(todo),
+            desc=f"parsing AMR ({backend})",
+            unit="sent",
+            disable=not progress or not todo,
+        )
         for start in range(0, len(todo), batch_size):
             chunk = todo[start : start + batch_size]
             parsed = dict(zip(chunk, parse_batch(chunk), strict=True))

@@ -18,7 +18,20 @@ import penman
 
 from cgr.nlp import spacy_pipeline
 
-_SKIP_DEPS = {"det", "punct", "aux", "auxpass", "cc", "case", "mark", "expl", "dep", "predet", "prt", "meta"}
+_SKIP_DEPS = {
+    "det",
+    "punct",
+    "aux",
+    "auxpass",
+    "cc",
+    "case",
+    "mark",
+    "expl",
+    "dep",
+    "predet",
+    "prt",
+    "meta",
+}
 _ENTITY_CONCEPTS = {
     "PERSON": "person", "GPE": "country", "LOC": "location", "ORG": "organization",
     "NORP": "nationality", "FAC": "facility", "EVENT": "event", "WORK_OF_ART": "work-of-art",
@@ -66,8 +79,14 @@ class _Builder:
         lower = tok.lower_
         if tok.pos_ == "PRON":
             return _PRONOUNS.get(lower, lower)
-        lemma = _SAFE.sub("-", tok.lemma_.lower()).strip("-") or _SAFE.sub("-", lower).strip("-") or "thing"
-        if tok.pos_ in {"VERB"} or (tok.pos_ == "AUX" and tok.dep_ == "ROOT" and tok.lemma_ != "be"):
+        lemma = (
+            _SAFE.sub("-", tok.lemma_.lower()).strip("-")
+            or _SAFE.sub("-", lower).strip("-")
+            or "thing"
+        )
+        if tok.pos_ in {"VERB"} or (
+            tok.pos_ == "AUX" and tok.dep_ == "ROOT" and tok.lemma_ != "be"
+        ):
             return f"{lemma}-01"
         return lemma
 
@@ -78,7 +97,9 @@ class _Builder:
             word = next((c.lower_ for c in tok.children if c.dep_ == "cc"), "and")
             coord = self.node("or" if word in {"or", "nor"} else "and")
             for n, t in enumerate([tok, *conjuncts], start=1):
-                self.triples.append((coord, f":op{n}", self._build_one(t, skip | {c.i for c in conjuncts})))
+                self.triples.append(
+                    (coord, f":op{n}", self._build_one(t, skip | {c.i for c in conjuncts}))
+                )
             return coord
         return self._build_one(tok, skip)
 
@@ -95,7 +116,9 @@ class _Builder:
         if tok.lemma_ == "be" and tok.dep_ in {"ROOT", "ccomp", "advcl", "relcl", "conj"}:
             complement = next((c for c in children if c.dep_ in {"attr", "acomp"}), None)
             subject = next((c for c in children if c.dep_ in {"nsubj", "nsubjpass"}), None)
-            if complement is not None:  # copula: the complement is the concept, the subject its domain
+            if (
+                complement is not None
+            ):  # copula: the complement is the concept, the subject its domain
                 head, domain = complement, subject
                 children = [c for c in children if c not in (complement, subject)] + [
                     c for c in complement.children if c.i not in skip
@@ -134,7 +157,11 @@ class _Builder:
             objects = [c for c in child.children if c.dep_ in {"pobj", "pcomp"}]
             if not objects:
                 return
-            role = ":ARG0" if dep == "agent" else _PREPOSITION_ROLES.get(child.lower_, f":prep-{child.lower_}")
+            role = (
+                ":ARG0"
+                if dep == "agent"
+                else _PREPOSITION_ROLES.get(child.lower_, f":prep-{child.lower_}")
+            )
             if head.lemma_ == "be" and role == ":location":
                 role = ":ARG2"
             for obj in objects:
@@ -174,7 +201,9 @@ class EmbeddedParser:
 
     def parse(self, sentences: list[str]) -> list[str | None]:
         out: list[str | None] = []
-        for text, doc in zip(sentences, self.nlp.pipe(sentences, batch_size=self.batch_size), strict=True):
+        for text, doc in zip(
+            sentences, self.nlp.pipe(sentences, batch_size=self.batch_size), strict=True
+        ):
             try:
                 sents = list(doc.sents)
                 graphs = [g for g in (sentence_graph(s) for s in sents) if g is not None]

@@ -28,14 +28,18 @@ class AMRConfig:
     cache: str = ".cache/cgr/amr.sqlite"
 
 
-def build_parser(backend: str = "embedded", model_dir: str | None = None, batch_size: int = 256) -> AMRParser:
+def build_parser(
+    backend: str = "embedded", model_dir: str | None = None, batch_size: int = 256
+) -> AMRParser:
     if backend == "embedded":
         from cgr.amr.embedded import EmbeddedParser
 
         return EmbeddedParser(batch_size)
     if backend == "amrlib":
         if not model_dir:
-            raise ConfigError("the amrlib backend needs a model folder (--model-dir / amr.model_dir)")
+            raise ConfigError(
+                "the amrlib backend needs a model folder (--model-dir / amr.model_dir)"
+            )
         from cgr.amr.amrlib_backend import AmrlibParser
 
         return AmrlibParser(model_dir, batch_size=min(batch_size, 32))
@@ -52,4 +56,6 @@ class CachedParser:
         self.progress = progress
 
     def parse(self, sentences: list[str]) -> list[str | None]:
-        return self.cache.parse(self.parser.name, sentences, self.parser.parse, self.cfg.batch_size, self.progress)
+        return self.cache.parse(
+            self.parser.name, sentences, self.parser.parse, self.cfg.batch_size, self.progress
+        )

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytorch_lightning as pl
 import torch
 
+from cgr.amr.parsers import AMRConfig
+from cgr.chains.builder import ChainConfig
 from cgr.errors import ConfigError
 from cgr.retrieval.factory import RetrievalConfig
 from cgr.training.datamodule import QADataModule
@@ -28,9 +30,14 @@ def _datamodule_from_checkpoint(
     if not hparams:
         raise ConfigError("checkpoint has no data settings (was it written by `cgr train`?)")
     retrieval = RetrievalConfig(**hparams.pop("retrieval"))
+    chain_settings = dict(hparams.pop("chains", None) or {"enabled": False})
+    chain_settings["amr"] = AMRConfig(**chain_settings.get("amr", {}))
+    chains = ChainConfig(**chain_settings)
+    if overrides.pop("no_chains", False):
+        chains.enabled = False
     hparams.update({k: v for k, v in overrides.items() if v is not None})
     hparams["predict_file"] = data_file or hparams.get("dev_file")
-    return QADataModule(retrieval=retrieval, **hparams)
+    return QADataModule(retrieval=retrieval, chains=chains, **hparams)
 
 
 def prediction_record(example, scores: list[float]) -> dict:
@@ -66,11 +73,15 @@ def evaluate(
     data_file: str | None = None,
     out_path: str | None = None,
     batch_size: int | None = None,
+    export_dir: str | None = None,
+    no_chains: bool = False,
 ) -> tuple[float, Path]:
     if not Path(checkpoint_path).is_file():
         raise ConfigError(f"checkpoint not found: {checkpoint_path}")
     checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
-    datamodule = _datamodule_from_checkpoint(checkpoint, data_file, eval_batch_size=batch_size)
+    datamodule = _datamodule_from_checkpoint(
+        checkpoint, data_file, eval_batch_size=batch_size, no_chains=no_chains
+    )
     model = ReaderModule.load_from_checkpoint(
         checkpoint_path, map_location="cpu", weights_only=False
     )
@@ -84,14 +95,17 @@ def evaluate(
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     correct = labelled = 0
+    records = [prediction_record(ex, scores) for batch in batches for ex, scores in batch]
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     with tmp.open("w", encoding="utf-8") as f:
-        for batch in batches:
-            for example, scores in batch:
-                record = prediction_record(example, scores)
-                if record["correct"] is not None:
-                    labelled += 1
-                    correct += int(record["correct"])
-                f.write(json.dumps(record) + "\n")
+        for record in records:
+            if record["correct"] is not None:
+                labelled += 1
+                correct += int(record["correct"])
+            f.write(json.dumps(record) + "\n")
     os.replace(tmp, out)
+    if export_dir:
+        from cgr.chains.export import write_exports
+
+        write_exports(records, Path(export_dir))
     return (correct / labelled if labelled else math.nan), out

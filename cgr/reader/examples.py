@@ -16,3 +16,5 @@ class ReaderExample:
     hypotheses: list[str]
     facts: list[list[RetrievedFact]] = field(default_factory=list)  # per choice, reader order
     answer_index: int | None = None
+    # per choice, the reasoning chains found for its hypothesis (Chain.to_dict()), if any
+    chains: list[list[dict]] = field(default_factory=list)

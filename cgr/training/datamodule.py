@@ -9,6 +9,7 @@ from pathlib import Path
 import pytorch_lightning as pl
 from torch.utils.data import DataLoader
 
+from cgr.chains.builder import ChainBuilder, ChainConfig
 from cgr.data.hypothesis import HypothesisGenerator
 from cgr.data.loaders import load_multiple_choice
 from cgr.reader.examples import ReaderExample
@@ -27,8 +28,11 @@ class QADataModule(pl.LightningDataModule):
 
     Args:
         train_file / dev_file: official-format jsonl; `predict_file` is what `cgr eval` scores.
-        retrieval: how evidence is found (see RetrievalConfig).
-        max_evidence: facts per choice that the reader reads, best retrieval score first.
+        retrieval: how the evidence pool is found (see RetrievalConfig).
+        chains: reasoning chains over the pool (see ChainConfig); the reader reads Ê, the chain
+            facts (padded with the best pool facts by default); `chains.enabled: false` switches
+            back to the plain pool.
+        max_evidence: facts per choice that the reader reads (15 for OBQA, 20 for ARC in the paper).
         max_train_questions: use the first N training questions (benchmark budgets).
     """
 
@@ -38,6 +42,7 @@ class QADataModule(pl.LightningDataModule):
         dev_file: str = "data/sample/dev.jsonl",
         predict_file: str | None = None,
         retrieval: RetrievalConfig | None = None,
+        chains: ChainConfig | None = None,
         max_evidence: int = 15,
         batch_size: int = 8,
         eval_batch_size: int = 16,
@@ -48,9 +53,12 @@ class QADataModule(pl.LightningDataModule):
     ):
         super().__init__()
         self.retrieval = retrieval or RetrievalConfig()
-        self.save_hyperparameters(ignore=["retrieval"])
+        self.chains = chains or ChainConfig()
+        self.save_hyperparameters(ignore=["retrieval", "chains"])
         self.hparams["retrieval"] = asdict(self.retrieval)
+        self.hparams["chains"] = asdict(self.chains)
         self._retriever = None
+        self.chain_builder: ChainBuilder | None = None
         self._hypotheses = None
         self.splits: dict[str, list[ReaderExample]] = {}
 
@@ -75,8 +83,13 @@ class QADataModule(pl.LightningDataModule):
             )  # fmt: skip
             save_examples(cache, examples)
         k = self.hparams.max_evidence
-        for ex in examples:
-            ex.facts = [pool[:k] for pool in ex.facts]
+        if self.chains.enabled:
+            if self.chain_builder is None:
+                self.chain_builder = ChainBuilder(self.chains)
+            self.chain_builder.attach(examples, k)
+        else:
+            for ex in examples:
+                ex.facts = [pool[:k] for pool in ex.facts]
         return examples
 
     def setup(self, stage: str | None = None) -> None:
