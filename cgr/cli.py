@@ -71,14 +71,26 @@ def evaluate_command(argv: list[str]) -> int:
         "--out", default=None, help="predictions jsonl (default: beside the checkpoint)"
     )
     parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--export-dir", default=None, help="write chains.jsonl and chains.html here")
+    parser.add_argument("--no-chains", action="store_true", help="read the plain pool, not Ê")
     args = parser.parse_args(argv)
-    accuracy, out = evaluate(args.checkpoint, args.data, args.out, args.batch_size)
+    accuracy, out = evaluate(
+        args.checkpoint, args.data, args.out, args.batch_size, args.export_dir, args.no_chains
+    )
+    if args.export_dir:
+        print(f"chains: {args.export_dir}/chains.jsonl, {args.export_dir}/chains.html")
     print(f"predictions: {out}")
     print(f"accuracy: {accuracy:.4f}")
     return 0
 
 
-COMMANDS = {"train": train, "eval": evaluate_command}
+def amr_command(argv: list[str]) -> int:
+    from cgr.amr.commands import main as amr_main
+
+    return amr_main(argv)
+
+
+COMMANDS = {"train": train, "eval": evaluate_command, "amr": amr_command}
 
 
 def main(argv: list[str] | None = None) -> int:

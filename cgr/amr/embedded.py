@@ -53,6 +53,7 @@ _PRONOUNS = {"me": "i", "my": "i", "mine": "i", "him": "he", "his": "he", "her":
 _NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
     "sixteen seventeen eighteen nineteen twenty".split())}  # fmt: skip
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 _SAFE = re.compile(r"[^a-z0-9\-]+")
 
 
@@ -148,8 +149,10 @@ class _Builder:
             self.triples.append((var, ":polarity", "-"))
             return
         if dep == "nummod" or (child.like_num and dep in {"amod", "quantmod"}):
-            value = _NUMBER_WORDS.get(child.lower_, child.text.replace(",", ""))
-            self.triples.append((var, ":quant", str(value)))
+            value = str(_NUMBER_WORDS.get(child.lower_, child.text.replace(",", "")))
+            if not _NUMBER.match(value):  # "1:45", "3-4": a string constant, quoted for PENMAN
+                value = '"' + value.replace('"', "") + '"'
+            self.triples.append((var, ":quant", value))
             return
         if dep in _SKIP_DEPS or dep == "conj" or child.is_punct:
             return

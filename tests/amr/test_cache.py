@@ -1,0 +1,54 @@
+import sqlite3
+
+from cgr.amr.cache import ParseCache
+
+
+class Counting:
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, sentences):
+        self.seen.extend(sentences)
+        return [None if s == "bad" else f"(x / {s.split()[0]})" for s in sentences]
+
+
+def test_parses_only_what_is_missing_and_keeps_order(tmp_path):
+    cache, parse = ParseCache(tmp_path / "amr.sqlite"), Counting()
+    assert cache.parse("b", ["cat a", "dog b"], parse, progress=False) == ["(x / cat)", "(x / dog)"]
+    out = cache.parse("b", ["dog b", "eel c", "cat a", "eel c"], parse, progress=False)
+    assert out == ["(x / dog)", "(x / eel)", "(x / cat)", "(x / eel)"]
+    assert parse.seen == ["cat a", "dog b", "eel c"]
+
+
+def test_backends_do_not_share_entries_and_failures_are_not_retried(tmp_path):
+    cache, parse = ParseCache(tmp_path / "amr.sqlite"), Counting()
+    assert cache.parse("one", ["bad", "cat"], parse, progress=False) == [None, "(x / cat)"]
+    assert cache.parse("one", ["bad"], parse, progress=False) == [None]
+    cache.parse("two", ["cat"], parse, progress=False)
+    assert parse.seen == ["bad", "cat", "cat"]
+
+
+def test_killed_run_resumes_from_committed_batches(tmp_path):
+    path = tmp_path / "amr.sqlite"
+
+    def dies_on_second_batch(sentences):
+        if "s3" in sentences:
+            raise KeyboardInterrupt  # stands for a kill in the middle of a corpus
+        return [f"(x / {s})" for s in sentences]
+
+    try:
+        ParseCache(path).parse("b", ["s1", "s2", "s3", "s4"], dies_on_second_batch, batch_size=2, progress=False)
+    except KeyboardInterrupt:
+        pass
+    parse = Counting()
+    out = ParseCache(path).parse("b", ["s1", "s2", "s3", "s4"], parse, batch_size=2, progress=False)
+    assert parse.seen == ["s3", "s4"] and out[:2] == ["(x / s1)", "(x / s2)"]
+
+
+def test_a_second_process_reads_while_the_first_holds_the_cache(tmp_path):
+    path = tmp_path / "amr.sqlite"
+    writer = ParseCache(path)
+    writer.parse("b", ["cat"], Counting(), progress=False)
+    reader = sqlite3.connect(path)
+    assert reader.execute("SELECT graph FROM parses").fetchall() == [("(x / cat)",)]
+    assert ParseCache(path).get_many("b", ["cat"]) == {"cat": "(x / cat)"}

@@ -1,0 +1,131 @@
+"""Concepts, the semantic graph and chain search on hand-built AMRs, and the builder end to end."""
+
+import itertools
+
+import pytest
+
+from cgr.chains.concepts import AMRConcepts, amr_concepts, normalize_concept
+from cgr.chains.graph import HYPOTHESIS, build_semantic_graph, question_concepts
+from cgr.chains.search import ChainSearchConfig, chain_evidence, find_chains
+
+
+def amr(concepts, edges=()):
+    return AMRConcepts(root=None, concepts=set(concepts), edges={(a, ":mod", b) for a, b in edges})
+
+
+def test_normalisation_and_names():
+    assert normalize_concept("Need-01") == "need" and normalize_concept("be-located-at-91") == "be located at"
+    g = "(d / discover-01 :ARG0 (p / person :name (n / name :op1 \"Isaac\" :op2 \"Newton\")) :ARG1 (g / gravity) :quant 3 :polarity -)"
+    c = amr_concepts(g)
+    assert c.concepts == {"discover", "isaac newton", "gravity", "3"}
+    assert ("discover", ":ARG0", "isaac newton") in c.edges and c.root == "discover"
+    assert amr_concepts(g, merge_roots=False).concepts == {"isaac newton", "gravity", "3"}
+
+
+def test_stop_concepts_and_bad_graphs_give_nothing():
+    assert amr_concepts("(a / and :op1 (t / thing) :op2 (i / it))").concepts == set()
+    assert amr_concepts("((( not penman").concepts == set() and amr_concepts(None).concepts == set()
+
+
+def test_question_and_answer_nodes_and_dropped_edges():
+    hyps = [amr({"conductor", "electricity", "copper"}, [("conductor", "electricity"), ("conductor", "copper")]),
+            amr({"conductor", "electricity", "wood"}, [("conductor", "wood")])]  # fmt: skip
+    q = question_concepts(hyps)
+    assert q == {"conductor", "electricity"}
+    g = build_semantic_graph(hyps[0], q, {"f1": amr({"copper", "metal"}, [("metal", "copper")])})
+    assert g.question_nodes == q and g.answer_nodes == {"copper"}
+    assert g.graph.edges["conductor", "electricity"]["facts"] == {HYPOTHESIS}
+    assert not g.graph.has_edge("conductor", "copper")  # question-answer edge of the hypothesis dropped
+    assert g.graph.nodes["copper"]["facts"] == {"f1"} and g.graph.edges["metal", "copper"]["facts"] == {"f1"}
+
+
+HYP = amr({"conductor", "electricity", "copper"})
+Q = {"conductor", "electricity"}
+FACTS = {
+    "f_metal": amr({"metal", "conductor", "electricity"}),  # question side
+    "f_copper": amr({"copper", "metal"}),  # answer side, linked by "metal"
+    "f_direct": amr({"copper", "electricity", "wire"}),  # question and answer in one fact
+    "f_bridge": amr({"metal", "alloy"}),
+    "f_alloy": amr({"alloy", "copper"}),
+    "f_island": amr({"ocean", "salt"}),
+}
+
+
+def test_chains_connect_question_to_answer_through_non_hypothesis_nodes():
+    chains, complete = find_chains(build_semantic_graph(HYP, Q, FACTS))
+    assert complete
+    as_tuples = [(c.facts, c.links) for c in chains]
+    assert (("f_direct",), ("electricity", "copper")) in as_tuples
+    assert (("f_metal", "f_copper"), ("conductor", "metal", "copper")) in as_tuples
+    assert (("f_metal", "f_bridge", "f_alloy"), ("conductor", "metal", "alloy", "copper")) in as_tuples
+    assert all(len(c.facts) <= 3 and "f_island" not in c.facts for c in chains)
+    assert [len(c.facts) for c in chains] == sorted(len(c.facts) for c in chains)  # shortest first
+
+
+def test_bounds_on_length_and_count():
+    g = build_semantic_graph(HYP, Q, FACTS)
+    assert all(len(c.facts) <= 2 for c in find_chains(g, cfg=ChainSearchConfig(max_facts=2))[0])
+    assert len(find_chains(g, cfg=ChainSearchConfig(max_chains=1))[0]) == 1
+    chains, complete = find_chains(g, cfg=ChainSearchConfig(max_expansions=1))
+    assert not complete and len(chains) <= 1
+
+
+def test_result_does_not_depend_on_pool_order():
+    results = set()
+    for order in itertools.permutations(FACTS):
+        chains, _ = find_chains(build_semantic_graph(HYP, Q, {k: FACTS[k] for k in order}))
+        results.add(tuple(chains))
+    assert len(results) == 1
+
+
+def test_no_answer_nodes_or_no_concepts_gives_no_chains():
+    g = build_semantic_graph(amr({"conductor", "electricity"}), Q, FACTS)
+    assert find_chains(g) == ([], True)
+    assert find_chains(build_semantic_graph(HYP, Q, {"empty": amr(set())}))[0] == []
+
+
+def test_chain_evidence_is_the_union_in_retrieval_order():
+    chains, _ = find_chains(build_semantic_graph(HYP, Q, FACTS))
+    order = ["f_island", "f_copper", "f_alloy", "f_direct", "f_bridge", "f_metal"]
+    assert chain_evidence(chains, order) == ["f_copper", "f_alloy", "f_direct", "f_bridge", "f_metal"]
+
+
+@pytest.fixture(scope="module")
+def sample_examples(tmp_path_factory):
+    from cgr.amr.parsers import AMRConfig
+    from cgr.chains.builder import ChainBuilder, ChainConfig
+    from cgr.reader.examples import ReaderExample
+    from cgr.retrieval.base import RetrievedFact
+
+    texts = ["metal is a good conductor of electricity", "copper is a metal", "the ocean is salty",
+             "wood is an electrical insulator"]  # fmt: skip
+    pool = [RetrievedFact(f"id{i}", t, 1.0 - i / 10) for i, t in enumerate(texts)]
+    choices = ["copper", "wood", "salt"]
+    hyps = ["Copper is the best conductor of electricity.", "Wood is the best conductor of electricity.",
+            "Salt is the best conductor of electricity."]  # fmt: skip
+    ex = ReaderExample("q", "Which material is the best conductor of electricity?", list("ABC"), choices, hyps,
+                       [list(pool) for _ in choices], 0)  # fmt: skip
+    cache = str(tmp_path_factory.mktemp("amr") / "amr.sqlite")
+    padded = ChainBuilder(ChainConfig(amr=AMRConfig(cache=cache)), progress=False)
+    padded.attach([ex], max_evidence=3)
+    plain = ReaderExample(**{**ex.__dict__, "facts": [list(pool) for _ in choices], "chains": []})
+    unpadded = ChainBuilder(ChainConfig(amr=AMRConfig(cache=cache), pad_evidence=False), progress=False)
+    unpadded.attach([plain], max_evidence=3)
+    return ex, plain, padded
+
+
+def test_builder_finds_the_two_fact_chain_with_the_real_parser(sample_examples):
+    ex, _, builder = sample_examples
+    copper = [(c["facts"], c["links"], c["texts"]) for c in ex.chains[0]]
+    assert (("id0", "id1"), ("conductor", "metal", "copper"),
+            ["metal is a good conductor of electricity", "copper is a metal"]) in [(tuple(f), tuple(l), t) for f, l, t in copper]  # fmt: skip
+    assert ex.chains[2] == []  # "salt" never meets the question
+    assert builder.counters["hypotheses"] == 3
+    assert builder.counters["hypotheses_with_chains"] == sum(bool(c) for c in ex.chains) >= 1
+
+
+def test_evidence_is_chain_facts_first_then_padding(sample_examples):
+    ex, plain, _ = sample_examples
+    assert [f.fact_id for f in ex.facts[0]][:2] == ["id0", "id1"] and len(ex.facts[0]) == 3
+    assert len(ex.facts[2]) == 3  # padded from the pool though it has no chain
+    assert plain.facts[2] == [] and {f.fact_id for f in plain.facts[0]} <= {"id0", "id1", "id3"}
