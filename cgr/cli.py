@@ -71,7 +71,9 @@ def evaluate_command(argv: list[str]) -> int:
         "--out", default=None, help="predictions jsonl (default: beside the checkpoint)"
     )
     parser.add_argument("--batch-size", type=int, default=None)
-    parser.add_argument("--export-dir", default=None, help="write chains.jsonl and chains.html here")
+    parser.add_argument(
+        "--export-dir", default=None, help="write chains.jsonl and chains.html here"
+    )
     parser.add_argument("--no-chains", action="store_true", help="read the plain pool, not Ê")
     args = parser.parse_args(argv)
     accuracy, out = evaluate(

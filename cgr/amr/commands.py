@@ -57,7 +57,9 @@ def smatch_command(args) -> int:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="cgr amr", description="AMR parsing with the cgr backends.")
+    parser = argparse.ArgumentParser(
+        prog="cgr amr", description="AMR parsing with the cgr backends."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("parse", help="one PENMAN graph (with # ::snt) per input line")
     p.add_argument("--in", dest="input", required=True)

@@ -39,7 +39,9 @@ def normalize_concept(concept: str) -> str:
 
 
 def is_content(concept: str) -> bool:
-    return bool(concept) and concept not in STOP_CONCEPTS and (len(concept) > 1 or concept.isdigit())
+    return (
+        bool(concept) and concept not in STOP_CONCEPTS and (len(concept) > 1 or concept.isdigit())
+    )
 
 
 @dataclass

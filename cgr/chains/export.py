@@ -79,4 +79,6 @@ _TEMPLATE = (Path(__file__).with_name("report.html")).read_text(encoding="utf-8"
 def render_html(records: list[dict]) -> str:
     """One file, no network: the data is embedded as JSON and drawn by inline JS as SVG."""
     data = json.dumps(records).replace("</", "<\\/")
-    return _TEMPLATE.replace("/*DATA*/[]", data).replace("{{TITLE}}", html.escape(f"cgr chains: {len(records)} questions"))
+    return _TEMPLATE.replace("/*DATA*/[]", data).replace(
+        "{{TITLE}}", html.escape(f"cgr chains: {len(records)} questions")
+    )

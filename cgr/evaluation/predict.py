@@ -55,13 +55,15 @@ def prediction_record(example, scores: list[float]) -> dict:
                 "score": score,
                 "hypothesis": hyp,
                 "facts": [f.to_dict() for f in facts],
+                "chains": chains,
             }
-            for label, text, score, hyp, facts in zip(
+            for label, text, score, hyp, facts, chains in zip(
                 example.labels,
                 example.choices,
                 scores,
                 example.hypotheses,
                 example.facts,
+                example.chains or [[] for _ in example.choices],
                 strict=True,
             )
         ],

@@ -37,7 +37,9 @@ def test_killed_run_resumes_from_committed_batches(tmp_path):
         return [f"(x / {s})" for s in sentences]
 
     try:
-        ParseCache(path).parse("b", ["s1", "s2", "s3", "s4"], dies_on_second_batch, batch_size=2, progress=False)
+        ParseCache(path).parse(
+            "b", ["s1", "s2", "s3", "s4"], dies_on_second_batch, batch_size=2, progress=False
+        )
     except KeyboardInterrupt:
         pass
     parse = Counting()

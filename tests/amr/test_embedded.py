@@ -20,7 +20,9 @@ def graph(parser, sentence):
 def test_copula_becomes_domain(parser):
     g, concepts = graph(parser, "A whale is a mammal.")
     assert concepts[g.top] == "mammal"
-    assert [(concepts[s], r, concepts[t]) for s, r, t in g.edges()] == [("mammal", ":domain", "whale")]
+    assert [(concepts[s], r, concepts[t]) for s, r, t in g.edges()] == [
+        ("mammal", ":domain", "whale")
+    ]
 
 
 def test_predicate_sense_and_arguments(parser):
@@ -35,7 +37,10 @@ def test_named_entity_gets_name_with_ops(parser):
     person = next(v for v, c in concepts.items() if c == "person")
     name = next(t for s, r, t in g.edges() if s == person and r == ":name")
     assert concepts[name] == "name"
-    assert sorted((r, t) for s, r, t in g.attributes() if s == name) == [(":op1", '"Isaac"'), (":op2", '"Newton"')]
+    assert sorted((r, t) for s, r, t in g.attributes() if s == name) == [
+        (":op1", '"Isaac"'),
+        (":op2", '"Newton"'),
+    ]
 
 
 def test_polarity_quant_and_coordination(parser):
@@ -64,4 +69,8 @@ def test_several_sentences_in_one_line_become_multi_sentence(parser):
 
 def test_non_numeric_quantity_is_quoted(parser):
     g, _ = graph(parser, "The bus leaves at 1:45 every day.")
-    assert all(t.startswith('"') or t.replace(".", "").isdigit() for _, r, t in g.attributes() if r == ":quant")
+    assert all(
+        t.startswith('"') or t.replace(".", "").isdigit()
+        for _, r, t in g.attributes()
+        if r == ":quant"
+    )

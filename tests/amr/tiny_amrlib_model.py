@@ -26,8 +26,12 @@ def build(model_dir: Path, steps: int = 200) -> Path:
     vocab = {"<pad>": 0, "</s>": 1, "<unk>": 2, **{w: i + 3 for i, w in enumerate(words)}}
     core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    core.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+    core.post_processor = processors.TemplateProcessing(
+        single="$A </s>", special_tokens=[("</s>", 1)]
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
+    )
     config = T5Config(
         vocab_size=len(vocab), d_model=64, d_ff=128, d_kv=16, num_layers=2, num_decoder_layers=2,
         num_heads=4, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,

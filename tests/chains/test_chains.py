@@ -14,8 +14,11 @@ def amr(concepts, edges=()):
 
 
 def test_normalisation_and_names():
-    assert normalize_concept("Need-01") == "need" and normalize_concept("be-located-at-91") == "be located at"
-    g = "(d / discover-01 :ARG0 (p / person :name (n / name :op1 \"Isaac\" :op2 \"Newton\")) :ARG1 (g / gravity) :quant 3 :polarity -)"
+    assert (
+        normalize_concept("Need-01") == "need"
+        and normalize_concept("be-located-at-91") == "be located at"
+    )
+    g = '(d / discover-01 :ARG0 (p / person :name (n / name :op1 "Isaac" :op2 "Newton")) :ARG1 (g / gravity) :quant 3 :polarity -)'
     c = amr_concepts(g)
     assert c.concepts == {"discover", "isaac newton", "gravity", "3"}
     assert ("discover", ":ARG0", "isaac newton") in c.edges and c.root == "discover"
@@ -35,8 +38,12 @@ def test_question_and_answer_nodes_and_dropped_edges():
     g = build_semantic_graph(hyps[0], q, {"f1": amr({"copper", "metal"}, [("metal", "copper")])})
     assert g.question_nodes == q and g.answer_nodes == {"copper"}
     assert g.graph.edges["conductor", "electricity"]["facts"] == {HYPOTHESIS}
-    assert not g.graph.has_edge("conductor", "copper")  # question-answer edge of the hypothesis dropped
-    assert g.graph.nodes["copper"]["facts"] == {"f1"} and g.graph.edges["metal", "copper"]["facts"] == {"f1"}
+    assert not g.graph.has_edge(
+        "conductor", "copper"
+    )  # question-answer edge of the hypothesis dropped
+    assert g.graph.nodes["copper"]["facts"] == {"f1"} and g.graph.edges["metal", "copper"][
+        "facts"
+    ] == {"f1"}
 
 
 HYP = amr({"conductor", "electricity", "copper"})
@@ -57,7 +64,10 @@ def test_chains_connect_question_to_answer_through_non_hypothesis_nodes():
     as_tuples = [(c.facts, c.links) for c in chains]
     assert (("f_direct",), ("electricity", "copper")) in as_tuples
     assert (("f_metal", "f_copper"), ("conductor", "metal", "copper")) in as_tuples
-    assert (("f_metal", "f_bridge", "f_alloy"), ("conductor", "metal", "alloy", "copper")) in as_tuples
+    assert (
+        ("f_metal", "f_bridge", "f_alloy"),
+        ("conductor", "metal", "alloy", "copper"),
+    ) in as_tuples
     assert all(len(c.facts) <= 3 and "f_island" not in c.facts for c in chains)
     assert [len(c.facts) for c in chains] == sorted(len(c.facts) for c in chains)  # shortest first
 
@@ -87,7 +97,13 @@ def test_no_answer_nodes_or_no_concepts_gives_no_chains():
 def test_chain_evidence_is_the_union_in_retrieval_order():
     chains, _ = find_chains(build_semantic_graph(HYP, Q, FACTS))
     order = ["f_island", "f_copper", "f_alloy", "f_direct", "f_bridge", "f_metal"]
-    assert chain_evidence(chains, order) == ["f_copper", "f_alloy", "f_direct", "f_bridge", "f_metal"]
+    assert chain_evidence(chains, order) == [
+        "f_copper",
+        "f_alloy",
+        "f_direct",
+        "f_bridge",
+        "f_metal",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +125,9 @@ def sample_examples(tmp_path_factory):
     padded = ChainBuilder(ChainConfig(amr=AMRConfig(cache=cache)), progress=False)
     padded.attach([ex], max_evidence=3)
     plain = ReaderExample(**{**ex.__dict__, "facts": [list(pool) for _ in choices], "chains": []})
-    unpadded = ChainBuilder(ChainConfig(amr=AMRConfig(cache=cache), pad_evidence=False), progress=False)
+    unpadded = ChainBuilder(
+        ChainConfig(amr=AMRConfig(cache=cache), pad_evidence=False), progress=False
+    )
     unpadded.attach([plain], max_evidence=3)
     return ex, plain, padded
 
@@ -118,7 +136,7 @@ def test_builder_finds_the_two_fact_chain_with_the_real_parser(sample_examples):
     ex, _, builder = sample_examples
     copper = [(c["facts"], c["links"], c["texts"]) for c in ex.chains[0]]
     assert (("id0", "id1"), ("conductor", "metal", "copper"),
-            ["metal is a good conductor of electricity", "copper is a metal"]) in [(tuple(f), tuple(l), t) for f, l, t in copper]  # fmt: skip
+            ["metal is a good conductor of electricity", "copper is a metal"]) in [(tuple(f), tuple(k), t) for f, k, t in copper]  # fmt: skip
     assert ex.chains[2] == []  # "salt" never meets the question
     assert builder.counters["hypotheses"] == 3
     assert builder.counters["hypotheses_with_chains"] == sum(bool(c) for c in ex.chains) >= 1

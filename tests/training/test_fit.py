@@ -22,6 +22,7 @@ def write_config(tmp_path, **retrieval):
                 pool_cache_dir=str(tmp_path / "pools"), max_evidence=4)  # fmt: skip
     data["retrieval"].update(corpus=[str(SAMPLE / "facts.txt")], open_book=str(SAMPLE / "openbook.txt"),
                              cache_dir=str(tmp_path / "emb"), beam_size=2, open_book_k=2, **retrieval)  # fmt: skip
+    data["chains"]["amr"]["cache"] = str(tmp_path / "amr.sqlite")
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -94,3 +95,38 @@ def test_missing_data_file_is_one_clear_error(tmp_path, capsys):
 def test_missing_checkpoint_is_one_clear_error(tmp_path, capsys):
     assert main(["eval", "--checkpoint", str(tmp_path / "none.ckpt")]) == 2
     assert "checkpoint not found" in capsys.readouterr().err
+
+
+def test_eval_exports_chains_and_still_prints_accuracy_last(trained, capsys, tmp_path):
+    export = tmp_path / "export"
+    args = ["eval", "--checkpoint", str(trained / "ckpt" / "best.ckpt"), "--out", str(tmp_path / "p.jsonl"),
+            "--export-dir", str(export)]  # fmt: skip
+    assert main(args) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("accuracy: ")
+    records = [json.loads(line) for line in (export / "chains.jsonl").read_text().splitlines()]
+    assert len(records) == 10 and (export / "chains.html").stat().st_size > 1000
+    rendered = [c["rendered"] for r in records for ch in r["choices"] for c in ch["chains"]]
+    assert rendered and all(r.startswith("Question -") and r.endswith(")") for r in rendered)
+    copper = next(
+        r for r in records if r["id"] == "s-004"
+    )  # "Which material is the best conductor ..."
+    facts = {f["text"] for f in copper["facts"]}
+    assert {"metal is a good conductor of electricity", "copper is a metal"} <= facts
+
+
+def test_no_chains_switch_reads_the_plain_pool(trained, capsys, tmp_path):
+    out = tmp_path / "plain.jsonl"
+    args = [
+        "eval",
+        "--checkpoint",
+        str(trained / "ckpt" / "best.ckpt"),
+        "--out",
+        str(out),
+        "--no-chains",
+    ]
+    assert main(args) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert all(ch["chains"] == [] for r in rows for ch in r["choices"])
+    assert all(
+        len(ch["facts"]) == 4 for r in rows for ch in r["choices"]
+    )  # max_evidence of the pool

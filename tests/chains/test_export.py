@@ -1,0 +1,82 @@
+"""Chain export: JSONL records, chain rendering, and the HTML report in a real headless Chromium."""
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from cgr.chains.export import chain_text, export_record, write_exports
+
+PREDICTION = {
+    "id": "solar-1", "question": "Which energy source is renewable and natural?", "predicted": "C", "answer": "C",
+    "correct": True,
+    "choices": [
+        {"label": "A", "text": "coal", "score": -1.2, "hypothesis": "Coal is renewable.", "chains": []},
+        {"label": "C", "text": "a solar panel", "score": 2.5, "hypothesis": "A solar panel is renewable.",
+         "chains": [{"facts": ["f3", "f2", "f1"], "links": ["natural", "renew", "solar", "panel"],
+                     "texts": ["natural resources can renew", "renewable energy includes solar power",
+                               "a solar panel turns solar power into electricity"]}]},
+    ],
+}  # fmt: skip
+
+
+def test_chain_is_rendered_with_linking_concepts():
+    record = export_record(PREDICTION)
+    assert [f["n"] for f in record["facts"]] == [1, 2, 3]
+    rendered = record["choices"][1]["chains"][0]["rendered"]
+    assert rendered == "Question -natural-> [1] -renew-> [2] -solar-> [3] -panel-> (C)"
+    assert chain_text(PREDICTION["choices"][1]["chains"][0], {"f3": 3, "f2": 2, "f1": 1}, "C") == (
+        "Question -natural-> [3] -renew-> [2] -solar-> [1] -panel-> (C)"
+    )
+
+
+def test_write_exports_gives_jsonl_and_self_contained_html(tmp_path):
+    jsonl, page = write_exports([PREDICTION], tmp_path)
+    record = json.loads(jsonl.read_text())
+    assert record["id"] == "solar-1" and record["choices"][1]["chains"][0]["facts"] == [
+        "f3",
+        "f2",
+        "f1",
+    ]
+    html = page.read_text()
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)  # no network resources
+    assert "</script><script" not in json.dumps(record)
+
+
+CHROMIUM = (
+    shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+)
+
+
+def run_chromium(page, tmp_path):
+    if CHROMIUM is None:
+        pytest.fail(
+            "Chromium is not installed: .ci/run installs Debian's chromium (apt-get install chromium)"
+        )
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+             "--virtual-time-budget=3000", "--dump-dom", page.as_uri()]  # fmt: skip
+    proc = subprocess.run([CHROMIUM, *flags], capture_output=True, text=True, timeout=120)
+    console_errors = [line for line in proc.stderr.splitlines() if "CONSOLE" in line]
+    return proc.stdout, console_errors
+
+
+def test_report_renders_chains_in_headless_chromium(tmp_path):
+    _, page = write_exports([PREDICTION], tmp_path)
+    dom, console = run_chromium(page, tmp_path)
+    assert console == []
+    assert 'id="q-solar-1"' in dom
+    assert "Question -natural-&gt; [1] -renew-&gt; [2] -solar-&gt; [3] -panel-&gt; (C)" in dom
+    assert dom.count('class="chain-graph"') == 1 and "renewable energy includes solar power" in dom
+    assert "1 of 1 questions shown; accuracy 1.000" in dom
+
+
+def test_console_errors_are_caught(tmp_path):
+    """The check above can fail: a page that throws is reported."""
+    page = tmp_path / "broken.html"
+    page.write_text("<html><body><script>undefinedFunction();</script></body></html>")
+    _, console = run_chromium(page, tmp_path)
+    assert any("undefinedFunction" in line for line in console)
