@@ -1,0 +1,209 @@
+"""Reasoning-chain statistics on a dev set with the ~70k-fact corpus (issue 4's measurements):
+share of correct / wrong answer hypotheses with a chain, chain-length histogram, mean |Ê|
+(chain facts only, before padding), chain search time per question (p50 / p99, warm parse
+cache), embedded-parser sentences/s, and with --checkpoint the reader's accuracy by the length
+of the gold answer's shortest chain (a PNG, as the paper's Fig. 5). With --entailmentbank, the
+recall of EntailmentBank gold facts in the retrieval pool vs in Ê.
+
+    .venv/bin/python benchmarks/chains.py --config configs/obqa.yaml --name obqa [--checkpoint C]
+    .venv/bin/python benchmarks/chains.py --config configs/arc_challenge.yaml --name arc_challenge --entailmentbank
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import RESULTS, ROOT, load_config, machine, print_table, save_result  # noqa: E402
+from cgr.amr.parsers import AMRConfig  # noqa: E402
+from cgr.chains.builder import ChainBuilder, ChainConfig  # noqa: E402
+from cgr.data.loaders import iter_jsonl, load_multiple_choice  # noqa: E402
+from cgr.data.records import fact_id  # noqa: E402
+from cgr.retrieval.factory import RetrievalConfig  # noqa: E402
+from cgr.training.datamodule import QADataModule  # noqa: E402
+
+
+def pools(config: dict, question_file: str | list[str], split: str = "dev"):
+    data = config["data"]
+    dm = QADataModule(train_file=question_file, dev_file=question_file, retrieval=RetrievalConfig(**data["retrieval"]),
+                      chains=ChainConfig(enabled=False), max_evidence=10_000)  # fmt: skip
+    return dm._examples(split, question_file)
+
+
+def with_chains(examples, chain_cfg: ChainConfig, max_evidence: int):
+    examples = copy.deepcopy(examples)
+    builder = ChainBuilder(chain_cfg, progress=False)
+    start = time.perf_counter()
+    builder.attach(examples, max_evidence)
+    return examples, builder, time.perf_counter() - start
+
+
+def chain_stats(examples, builder) -> dict:
+    gold_with = wrong_with = gold_n = wrong_n = 0
+    lengths, e_sizes, shortest = Counter(), [], Counter()
+    for ex in examples:
+        for i, chains in enumerate(ex.chains):
+            e_sizes.append(len({f for c in chains for f in c["facts"]}))
+            lengths.update(len(c["facts"]) for c in chains)
+            if i == ex.answer_index:
+                gold_n += 1
+                gold_with += bool(chains)
+                shortest[min((len(c["facts"]) for c in chains), default=0)] += 1
+            else:
+                wrong_n += 1
+                wrong_with += bool(chains)
+    per_question = [sum(builder.search_seconds[i : i + len(ex.choices)]) for i, ex in
+                    zip(_offsets(examples), examples, strict=True)]  # fmt: skip
+    q = statistics.quantiles(per_question, n=100) if len(per_question) > 1 else per_question * 99
+    return {"questions": len(examples), "gold_with_chain": gold_with / gold_n, "wrong_with_chain": wrong_with / wrong_n,
+            "chain_lengths": dict(sorted(lengths.items())), "gold_shortest_chain": dict(sorted(shortest.items())),
+            "mean_E": statistics.mean(e_sizes), "search_ms_p50": 1000 * q[49], "search_ms_p99": 1000 * q[98],
+            "counters": dict(builder.counters)}  # fmt: skip
+
+
+def _offsets(examples):
+    out, n = [], 0
+    for ex in examples:
+        out.append(n)
+        n += len(ex.choices)
+    return out
+
+
+@torch.no_grad()
+def accuracy_by_length(examples, checkpoint: str, name: str) -> dict:
+    from cgr.training.module import ReaderModule
+
+    model = ReaderModule.load_from_checkpoint(
+        checkpoint, map_location="cpu", weights_only=False
+    ).eval()
+    buckets: dict[int, list[int]] = {}
+    for start in range(0, len(examples), 32):
+        batch = examples[start : start + 32]
+        predictions = model(batch).argmax(-1).tolist()
+        for ex, pred in zip(batch, predictions, strict=True):
+            gold_chains = ex.chains[ex.answer_index]
+            length = min((len(c["facts"]) for c in gold_chains), default=0)
+            buckets.setdefault(length, []).append(int(pred == ex.answer_index))
+    result = {k: (sum(v) / len(v), len(v)) for k, v in sorted(buckets.items())}
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.5, 3))
+    labels = ["no chain" if k == 0 else f"{k} fact{'s' if k > 1 else ''}" for k in result]
+    ax.bar(labels, [100 * a for a, _ in result.values()], color="#4c78a8")
+    for i, (a, n) in enumerate(result.values()):
+        ax.text(i, 100 * a + 1, f"n={n}", ha="center", fontsize=8)
+    ax.set_ylabel("accuracy (%)")
+    ax.set_xlabel("shortest chain of the gold answer")
+    ax.set_title(f"{name} dev: accuracy by chain length")
+    fig.tight_layout()
+    fig.savefig(RESULTS / f"accuracy_by_chain_length-{name}.png", dpi=120)
+    return {str(k): {"accuracy": a, "n": n} for k, (a, n) in result.items()}
+
+
+def entailmentbank_recall(config: dict, chain_cfg: ChainConfig) -> dict:
+    path = ROOT / "../shared/data/corpus/entailmentbank/task_1_dev.jsonl"
+    gold = {obj["id"]: list(obj["meta"]["triples"].values()) for _, obj in iter_jsonl(path)}
+    arc_train = [
+        ROOT / f"../shared/data/arc/ARC-{s}/ARC-{s}-Train.jsonl" for s in ("Easy", "Challenge")
+    ]
+    wanted = [q for f in arc_train for q in load_multiple_choice(f) if q.id in gold]
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        for q in wanted:  # EntailmentBank's dev questions are ARC *train* questions
+            f.write(json.dumps({"id": q.id, "question": {"stem": q.stem, "choices": [{"text": c.text, "label": c.label} for c in q.choices]},
+                                "answerKey": q.answer_label}) + "\n")  # fmt: skip
+    examples = pools(config, f.name, "entailmentbank")
+    pool_hits = e_hits = total = 0
+    chained, _, _ = with_chains(examples, chain_cfg, 10_000)
+    for ex in chained:
+        gold_ids = {fact_id(t) for t in gold[ex.question_id]}
+        pool_ids = {
+            f.fact_id
+            for f in next(e for e in examples if e.question_id == ex.question_id).facts[
+                ex.answer_index
+            ]
+        }
+        e_ids = {f for c in ex.chains[ex.answer_index] for f in c["facts"]}
+        total += len(gold_ids)
+        pool_hits += len(gold_ids & pool_ids)
+        e_hits += len(gold_ids & e_ids)
+    return {
+        "questions": len(chained),
+        "gold_facts": total,
+        "recall_pool": pool_hits / total,
+        "recall_E": e_hits / total,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config", default="configs/obqa.yaml")
+    parser.add_argument("--name", default="obqa")
+    parser.add_argument("--checkpoint", default=None)
+    parser.add_argument("--entailmentbank", action="store_true")
+    args = parser.parse_args()
+    config = load_config(args.config)
+    data = config["data"]
+    examples = pools(config, data["dev_file"])
+    chain_settings = copy.deepcopy(data.get("chains", {}))
+    chain_settings["pad_evidence"] = False
+    with tempfile.TemporaryDirectory() as tmp:
+        chain_settings["amr"] = AMRConfig(
+            **{**chain_settings.get("amr", {}), "cache": f"{tmp}/amr.sqlite"}
+        )
+        chain_cfg = ChainConfig(**{k: v for k, v in chain_settings.items() if k != "enabled"})
+        _, cold, cold_seconds = with_chains(
+            examples, chain_cfg, data["max_evidence"]
+        )  # parses everything
+        sentences = len(
+            {h for ex in examples for h in ex.hypotheses}
+            | {f.text for ex in examples for p in ex.facts for f in p}
+        )
+        chained, warm, _ = with_chains(examples, chain_cfg, data["max_evidence"])
+        result = {"machine": machine(), "dataset": args.name, "embedded_parse_sentences_per_s": sentences / cold_seconds,
+                  "chain_config": asdict(chain_cfg), **chain_stats(chained, warm)}  # fmt: skip
+        if args.checkpoint:
+            padded_cfg = ChainConfig(
+                **{**asdict(chain_cfg), "amr": chain_cfg.amr, "pad_evidence": True}
+            )
+            padded, _, _ = with_chains(examples, padded_cfg, data["max_evidence"])
+            result["accuracy_by_chain_length"] = accuracy_by_length(
+                padded, args.checkpoint, args.name
+            )
+        if args.entailmentbank:
+            result["entailmentbank"] = entailmentbank_recall(config, chain_cfg)
+    save_result(f"chains-{args.name}", result)
+    print(f"{args.name} dev, {result['questions']} questions; {machine()}")
+    print_table(["measure", "value"], [
+        ["correct-answer hypotheses with >= 1 chain", result["gold_with_chain"]],
+        ["wrong-answer hypotheses with >= 1 chain", result["wrong_with_chain"]],
+        ["chain lengths (facts: count)", json.dumps(result["chain_lengths"])],
+        ["mean |Ê| (chain facts, unpadded)", result["mean_E"]],
+        ["chain search per question, p50 / p99 ms", f"{result['search_ms_p50']:.1f} / {result['search_ms_p99']:.1f}"],
+        ["embedded parser, sentences/s (cold cache, incl. concept extraction)", result["embedded_parse_sentences_per_s"]],
+    ])  # fmt: skip
+    if "accuracy_by_chain_length" in result:
+        print_table(["gold answer's shortest chain", "accuracy", "questions"],
+                    [[k, v["accuracy"], v["n"]] for k, v in result["accuracy_by_chain_length"].items()])  # fmt: skip
+    if "entailmentbank" in result:
+        eb = result["entailmentbank"]
+        print_table(["EntailmentBank gold facts", "questions", "facts", "recall in pool", "recall in Ê"],
+                    [["gold answer's hypothesis", eb["questions"], eb["gold_facts"], eb["recall_pool"], eb["recall_E"]]])  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
