@@ -11,10 +11,13 @@ Its Smatch F1 on the Little Prince AMR bank is measured by `cgr amr smatch` (see
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import Counter
 
 import penman
+
+logging.getLogger("penman").setLevel(logging.ERROR)  # layout notes on re-entrant pronouns
 
 from cgr.nlp import spacy_pipeline
 
@@ -53,6 +56,11 @@ _PRONOUNS = {"me": "i", "my": "i", "mine": "i", "him": "he", "his": "he", "her":
 _NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
     "sixteen seventeen eighteen nineteen twenty".split())}  # fmt: skip
+_MOD_DETERMINERS = {"this", "that", "these", "those", "any", "every", "all", "each", "other", "another", "some"}
+_DEGREE = {"very", "too", "so", "more", "most", "less", "least", "quite", "extremely", "rather"}
+_MODALS = {"can": "possible-01", "could": "possible-01", "may": "possible-01", "might": "possible-01",
+           "must": "obligate-01", "should": "recommend-01"}  # fmt: skip
+_PERSONAL = {"i", "you", "he", "she", "we", "they"}
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 _SAFE = re.compile(r"[^a-z0-9\-]+")
 
@@ -63,6 +71,7 @@ class _Builder:
     def __init__(self) -> None:
         self.triples: list[tuple[str, str, str]] = []
         self.counts: Counter[str] = Counter()
+        self.pronouns: dict[str, str] = {}
 
     def new_var(self, concept: str) -> str:
         letter = next((c for c in concept if c.isalpha()), "x")
@@ -71,6 +80,11 @@ class _Builder:
         return letter if n == 1 else f"{letter}{n}"
 
     def node(self, concept: str) -> str:
+        if concept in _PERSONAL:  # one variable per person in a sentence ("I ... my friend")
+            if concept not in self.pronouns:
+                self.pronouns[concept] = self.new_var(concept)
+                self.triples.append((self.pronouns[concept], ":instance", concept))
+            return self.pronouns[concept]
         var = self.new_var(concept)
         self.triples.append((var, ":instance", concept))
         return var
@@ -139,9 +153,13 @@ class _Builder:
             var = self.node(self.concept(head))
         if domain is not None:
             self.triples.append((var, ":domain", self.build(domain, skip)))
+        modal = next((c for c in tok.children if c.dep_ == "aux" and c.lower_ in _MODALS), None)
+        if modal is not None:
+            wrapper = self.node(_MODALS[modal.lower_])
+            self.triples.append((wrapper, ":ARG1", var))
         for child in children:
             self._attach(var, head, child, skip)
-        return var
+        return wrapper if modal is not None else var
 
     def _attach(self, var: str, head, child, skip: set[int]) -> None:
         dep = child.dep_
@@ -154,6 +172,17 @@ class _Builder:
                 value = '"' + value.replace('"', "") + '"'
             self.triples.append((var, ":quant", value))
             return
+        if dep == "det" and child.lower_ == "no":
+            self.triples.append((var, ":polarity", "-"))
+            return
+        if dep == "det" and child.lower_ in _MOD_DETERMINERS:
+            self.triples.append((var, ":mod", self.node(child.lower_)))
+            return
+        if dep == "advmod" and child.lower_ in _DEGREE:
+            self.triples.append((var, ":degree", self.node(child.lemma_.lower())))
+            return
+        if dep in {"aux"} and child.lower_ in _MODALS:
+            return  # handled by the clause wrapper in _build_one
         if dep in _SKIP_DEPS or dep == "conj" or child.is_punct:
             return
         if dep in {"prep", "agent"}:
@@ -177,6 +206,15 @@ class _Builder:
         }.get(dep, ":mod")  # fmt: skip
         if dep == "nsubj" and head.lemma_ == "be":
             role = ":ARG1"
+        if dep == "relcl":
+            rel = next((c for c in child.children if c.tag_ in {"WDT", "WP"} or c.lower_ == "that"), None)
+            role = ":ARG1-of" if rel is not None and rel.dep_ in {"dobj", "pobj", "nsubjpass"} else ":ARG0-of"
+            self.triples.append((var, role, self.build(child, skip | ({rel.i} if rel is not None else set()))))
+            return
+        if dep == "acl" and child.tag_ in {"VBN", "VBG"}:
+            role = ":ARG1-of" if child.tag_ == "VBN" else ":ARG0-of"
+            self.triples.append((var, role, self.build(child, skip)))
+            return
         if dep == "advcl":
             mark = next((c.lower_ for c in child.children if c.dep_ == "mark"), "")
             role = _MARK_ROLES.get(mark, ":mod")
@@ -190,6 +228,15 @@ def sentence_graph(sent) -> penman.Graph | None:
         return None
     builder = _Builder()
     top = builder.build(root, set())
+    imperative = (
+        root.tag_ == "VB"
+        and root.i == sent.start
+        and not any(c.dep_ in {"nsubj", "nsubjpass", "aux", "expl"} for c in root.children)
+    )
+    if imperative:  # "Draw me a sheep!" -> :mode imperative, :ARG0 you
+        builder.triples.append((top, ":mode", "imperative"))
+        if not any(s == top and r == ":ARG0" for s, r, _ in builder.triples):
+            builder.triples.append((top, ":ARG0", builder.node("you")))
     return penman.Graph(builder.triples, top=top)
 
 
