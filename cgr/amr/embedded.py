@@ -17,9 +17,9 @@ from collections import Counter
 
 import penman
 
-logging.getLogger("penman").setLevel(logging.ERROR)  # layout notes on re-entrant pronouns
-
 from cgr.nlp import spacy_pipeline
+
+logging.getLogger("penman").setLevel(logging.ERROR)  # layout notes on re-entrant pronouns
 
 _SKIP_DEPS = {
     "det",
