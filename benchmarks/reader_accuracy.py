@@ -41,7 +41,7 @@ def row_config(base: dict, row: str, budget: argparse.Namespace, out_dir: Path) 
     config["trainer"]["logger"] = [{"class_path": "pytorch_lightning.loggers.CSVLogger",
                                     "init_args": {"save_dir": "logs", "name": f"bench-{row}"}}]  # fmt: skip
     config["trainer"]["callbacks"][0]["init_args"]["dirpath"] = str(out_dir / row)
-    config["model"]["max_length"] = budget.max_length
+    config["model"]["init_args"]["max_length"] = budget.max_length
     config["data"]["max_train_questions"] = budget.train_questions
     config["data"]["retrieval"].update(ROWS[row][1])
     config["data"]["chains"] = {"enabled": False}  # this table is about the evidence pool itself

@@ -17,7 +17,8 @@ def _quiet_environment() -> None:
 
 
 def train(argv: list[str]) -> int:
-    """LightningCLI over ReaderModule + QADataModule; then evaluates the best checkpoint on dev."""
+    """LightningCLI over a reader module (ReaderModule or CGRModule) + QADataModule; then
+    evaluates the best checkpoint on dev. Re-running the same command resumes from last.ckpt."""
     from pytorch_lightning.cli import LightningCLI
 
     from cgr.evaluation.predict import evaluate
@@ -27,6 +28,7 @@ def train(argv: list[str]) -> int:
     cli = LightningCLI(
         ReaderModule,
         QADataModule,
+        subclass_mode_model=True,  # model.class_path: ReaderModule or CGRModule
         run=False,
         args=argv,
         save_config_kwargs={"overwrite": True},

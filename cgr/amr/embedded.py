@@ -56,7 +56,19 @@ _PRONOUNS = {"me": "i", "my": "i", "mine": "i", "him": "he", "his": "he", "her":
 _NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
     "sixteen seventeen eighteen nineteen twenty".split())}  # fmt: skip
-_MOD_DETERMINERS = {"this", "that", "these", "those", "any", "every", "all", "each", "other", "another", "some"}
+_MOD_DETERMINERS = {
+    "this",
+    "that",
+    "these",
+    "those",
+    "any",
+    "every",
+    "all",
+    "each",
+    "other",
+    "another",
+    "some",
+}
 _DEGREE = {"very", "too", "so", "more", "most", "less", "least", "quite", "extremely", "rather"}
 _MODALS = {"can": "possible-01", "could": "possible-01", "may": "possible-01", "might": "possible-01",
            "must": "obligate-01", "should": "recommend-01"}  # fmt: skip
@@ -207,9 +219,17 @@ class _Builder:
         if dep == "nsubj" and head.lemma_ == "be":
             role = ":ARG1"
         if dep == "relcl":
-            rel = next((c for c in child.children if c.tag_ in {"WDT", "WP"} or c.lower_ == "that"), None)
-            role = ":ARG1-of" if rel is not None and rel.dep_ in {"dobj", "pobj", "nsubjpass"} else ":ARG0-of"
-            self.triples.append((var, role, self.build(child, skip | ({rel.i} if rel is not None else set()))))
+            rel = next(
+                (c for c in child.children if c.tag_ in {"WDT", "WP"} or c.lower_ == "that"), None
+            )
+            role = (
+                ":ARG1-of"
+                if rel is not None and rel.dep_ in {"dobj", "pobj", "nsubjpass"}
+                else ":ARG0-of"
+            )
+            self.triples.append(
+                (var, role, self.build(child, skip | ({rel.i} if rel is not None else set())))
+            )
             return
         if dep == "acl" and child.tag_ in {"VBN", "VBG"}:
             role = ":ARG1-of" if child.tag_ == "VBN" else ":ARG0-of"

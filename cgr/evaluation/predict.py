@@ -40,6 +40,18 @@ def _datamodule_from_checkpoint(
     return QADataModule(retrieval=retrieval, chains=chains, **hparams)
 
 
+def module_class(checkpoint: dict):
+    """ReaderModule or CGRModule, from the class LightningCLI recorded (or the weights)."""
+    from cgr.training.cgr_module import CGRModule
+
+    path = (checkpoint.get("hyper_parameters") or {}).get("_class_path", "")
+    if path.endswith("CGRModule") or any(
+        k.startswith("query_encoder.") for k in checkpoint["state_dict"]
+    ):
+        return CGRModule
+    return ReaderModule
+
+
 def prediction_record(example, scores: list[float]) -> dict:
     predicted = max(range(len(scores)), key=scores.__getitem__)
     return {
@@ -84,9 +96,11 @@ def evaluate(
     datamodule = _datamodule_from_checkpoint(
         checkpoint, data_file, eval_batch_size=batch_size, no_chains=no_chains
     )
-    model = ReaderModule.load_from_checkpoint(
+    model = module_class(checkpoint).load_from_checkpoint(
         checkpoint_path, map_location="cpu", weights_only=False
     )
+    if hasattr(model, "query_encoder"):  # CGR: retrieve with the trained query encoder
+        datamodule.use_query_encoder(model.query_encoder.eval())
     trainer = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False)
     batches = trainer.predict(model, datamodule=datamodule)
     source = datamodule.hparams.predict_file

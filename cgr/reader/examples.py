@@ -18,3 +18,4 @@ class ReaderExample:
     answer_index: int | None = None
     # per choice, the reasoning chains found for its hypothesis (Chain.to_dict()), if any
     chains: list[list[dict]] = field(default_factory=list)
+    gold_facts: list[str] = field(default_factory=list)  # ordered gold chain (texts), for L_S

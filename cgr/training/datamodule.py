@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import asdict
 from pathlib import Path
 
 import pytorch_lightning as pl
+import torch
 from torch.utils.data import DataLoader
 
 from cgr.chains.builder import ChainBuilder, ChainConfig
@@ -59,7 +61,9 @@ class QADataModule(pl.LightningDataModule):
         self.hparams["chains"] = asdict(self.chains)
         self._retriever = None
         self.chain_builder: ChainBuilder | None = None
+        self._query_model = None  # a trained query encoder (CGR) replacing the configured one
         self._hypotheses = None
+        self._questions: dict[str, list] = {}
         self.splits: dict[str, list[ReaderExample]] = {}
 
     def _examples(self, split: str, paths: str | list[str]) -> list[ReaderExample]:
@@ -67,21 +71,37 @@ class QADataModule(pl.LightningDataModule):
         questions = [q for path in paths for q in load_multiple_choice(path)]
         if split == "train" and self.hparams.max_train_questions:
             questions = questions[: self.hparams.max_train_questions]
-        key = pool_cache_key(paths, self.retrieval, f"{split}:{len(questions)}")
+        self._questions[split] = questions
+        key = pool_cache_key(
+            paths, self.retrieval, f"{split}:{len(questions)}:{self._query_fingerprint()}"
+        )
         cache = Path(self.hparams.pool_cache_dir) / f"{Path(paths[0]).stem}-{key}.jsonl"
         if cache.exists():
             log.info("evidence pools for %s from cache %s", ", ".join(paths), cache)
             examples = load_examples(cache)
         else:
-            if self._hypotheses is None:
-                self._hypotheses = HypothesisGenerator()
-            if self._retriever is None and self.retrieval.method != "none":
-                self._retriever = build_retriever(self.retrieval)
-            examples = build_examples(
-                questions, self._retriever, self._hypotheses,
-                self.hparams.retrieval_batch_size, desc=f"retrieving evidence ({split})",
-            )  # fmt: skip
+            examples = self._retrieve(questions, split)
             save_examples(cache, examples)
+        self._select_evidence(examples)
+        return examples
+
+    def _retrieve(self, questions: list, split: str) -> list[ReaderExample]:
+        if self._hypotheses is None:
+            self._hypotheses = HypothesisGenerator()
+        if self._retriever is None and self.retrieval.method != "none":
+            self._retriever = build_retriever(self.retrieval)
+            if self._query_model is not None and hasattr(self._retriever, "encoder"):
+                self._retriever.encoder.model = self._query_model
+        return build_examples(
+            questions,
+            self._retriever,
+            self._hypotheses,
+            self.hparams.retrieval_batch_size,
+            desc=f"retrieving evidence ({split})",
+        )
+
+    def _select_evidence(self, examples: list[ReaderExample]) -> None:
+        """pool -> Ê (chains on) or the pool's best facts (chains off), at most max_evidence."""
         k = self.hparams.max_evidence
         if self.chains.enabled:
             if self.chain_builder is None:
@@ -90,7 +110,51 @@ class QADataModule(pl.LightningDataModule):
         else:
             for ex in examples:
                 ex.facts = [pool[:k] for pool in ex.facts]
-        return examples
+
+    def use_query_encoder(self, model) -> None:
+        """Retrieve with a trained query encoder (a CGR checkpoint) instead of the configured one."""
+        self._query_model = model
+        if self._retriever is not None and hasattr(self._retriever, "encoder"):
+            self._retriever.encoder.model = model
+
+    def _query_fingerprint(self) -> str:
+        if self._query_model is None:
+            return "base"
+        params = list(self._query_model.parameters())
+        h = hashlib.sha1()
+        for p in params[:4] + params[-4:]:
+            h.update(p.detach().float().cpu().numpy().tobytes())
+        return h.hexdigest()[:12]
+
+    def refresh_evidence(self, query_model, trainer=None) -> None:
+        """Re-retrieve pools and chains with the current query encoder (CGR, every n epochs).
+
+        Each DDP rank retrieves for its share of the questions; the shares are then exchanged,
+        so every rank ends with the same examples. The lists are updated in place, so the
+        dataloaders see the new evidence in the next epoch."""
+        if self.retrieval.method not in {"dense", "beam"}:
+            return
+        rank = trainer.global_rank if trainer is not None else 0
+        world = trainer.world_size if trainer is not None else 1
+        was_training = query_model.training
+        query_model.eval()
+        self.use_query_encoder(query_model)
+        try:
+            with torch.no_grad():
+                for split, examples in self.splits.items():
+                    questions = self._questions.get(split, [])
+                    mine = self._retrieve(questions[rank::world], f"{split}, refresh")
+                    self._select_evidence(mine)
+                    if world > 1:
+                        shares: list = [None] * world
+                        torch.distributed.all_gather_object(shares, mine)
+                        merged: list = [None] * len(questions)
+                        for r, share in enumerate(shares):
+                            merged[r::world] = share
+                        mine = merged
+                    examples[:] = mine
+        finally:
+            query_model.train(was_training)
 
     def setup(self, stage: str | None = None) -> None:
         wanted = {"fit": ["train", "dev"], "validate": ["dev"], "predict": ["predict"]}.get(

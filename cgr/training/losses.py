@@ -49,7 +49,9 @@ class MLEChainLoss(nn.Module):
 
     `weights` (B·N,) is 1/N_h for each sampled chain of a hypothesis with N_h chains, 0 for padding."""
 
-    def forward(self, forward_lp: torch.Tensor, backward_lp: torch.Tensor, weights: torch.Tensor, n_hyp: int) -> torch.Tensor:
+    def forward(
+        self, forward_lp: torch.Tensor, backward_lp: torch.Tensor, weights: torch.Tensor, n_hyp: int
+    ) -> torch.Tensor:
         if n_hyp == 0:
             return forward_lp.sum() * 0.0
         return -((forward_lp + backward_lp) * weights).sum() / n_hyp

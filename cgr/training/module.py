@@ -72,15 +72,21 @@ class ReaderModule(pl.LightningModule):
             for ex, row in zip(batch, logits, strict=True)
         ]
 
-    def configure_optimizers(self):
+    def parameter_groups(self) -> list[dict]:
+        """AdamW groups: the reader's weights with and without decay (subclasses add theirs)."""
+        return self._decay_groups(self.reader, self.hparams.lr)
+
+    def _decay_groups(self, module: torch.nn.Module, lr: float) -> list[dict]:
         no_decay = ("bias", "LayerNorm.weight", "layer_norm", "norm.weight")
-        params = [
-            {"params": [p for n, p in self.named_parameters() if not any(k in n for k in no_decay)],
-             "weight_decay": self.hparams.weight_decay},
-            {"params": [p for n, p in self.named_parameters() if any(k in n for k in no_decay)],
-             "weight_decay": 0.0},
+        named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+        return [
+            {"params": [p for n, p in named if not any(k in n for k in no_decay)],
+             "weight_decay": self.hparams.weight_decay, "lr": lr},
+            {"params": [p for n, p in named if any(k in n for k in no_decay)], "weight_decay": 0.0, "lr": lr},
         ]  # fmt: skip
-        optimizer = torch.optim.AdamW(params, lr=self.hparams.lr)
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.AdamW(self.parameter_groups(), lr=self.hparams.lr)
         total = max(1, int(self.trainer.estimated_stepping_batches))
         scheduler = get_linear_schedule_with_warmup(
             optimizer, int(self.hparams.warmup_ratio * total), total

@@ -70,6 +70,7 @@ def build_examples(
                 hypotheses=hyps,
                 facts=pools[cursor : cursor + len(hyps)],
                 answer_index=q.answer_index,
+                gold_facts=list(q.gold_facts),
             )
         )
         cursor += len(hyps)

@@ -16,7 +16,7 @@ def write_config(tmp_path, **retrieval):
     config["trainer"]["logger"] = [{"class_path": "pytorch_lightning.loggers.CSVLogger",
                                     "init_args": {"save_dir": str(tmp_path / "logs")}}]  # fmt: skip
     config["trainer"]["callbacks"][0]["init_args"]["dirpath"] = str(tmp_path / "ckpt")
-    config["model"]["max_length"] = 64
+    config["model"]["init_args"]["max_length"] = 64
     data = config["data"]
     data.update(train_file=str(SAMPLE / "train.jsonl"), dev_file=str(SAMPLE / "dev.jsonl"),
                 pool_cache_dir=str(tmp_path / "pools"), max_evidence=4)  # fmt: skip

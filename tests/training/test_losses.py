@@ -79,7 +79,9 @@ def test_losses_are_zero_and_differentiable_without_chains():
     for loss in (
         SupervisedChainLoss()(lp, torch.tensor([False, False])),
         MLEChainLoss()(lp, lp, torch.zeros(2), 0),
-        GlobalChainLoss()(unit([1, 0]).requires_grad_(), unit([0, 1]), torch.tensor([[False]]), 1.0),
+        GlobalChainLoss()(
+            unit([1, 0]).requires_grad_(), unit([0, 1]), torch.tensor([[False]]), 1.0
+        ),
     ):
         assert loss.item() == 0.0
         loss.backward()
