@@ -13,6 +13,7 @@ import hashlib
 import random
 
 import torch
+from torch import distributed as dist
 from torch.nn import functional as F
 
 from cgr.errors import CGRError
@@ -42,6 +43,7 @@ class CGRModule(ReaderModule):
     max_chain_facts: longest chain used in the losses.
     use_supervised / use_mle / use_rl / use_global: switch each term off for ablations.
     refresh_evidence_every_n_epochs: re-retrieve pools and chains with the trained query encoder.
+    disable_dropout: set every dropout to 0 (for exact comparisons, e.g. DDP against one process).
     """
 
     def __init__(
@@ -63,12 +65,16 @@ class CGRModule(ReaderModule):
         use_global: bool = True,
         refresh_evidence_every_n_epochs: int = 1,
         sample_seed: int = 33,
+        disable_dropout: bool = False,
     ):
         super().__init__(reader_model, max_length, lr, weight_decay, warmup_ratio)
         self.save_hyperparameters()
         self.query_encoder = load_sentence_encoder(retriever_model)
         self.query_encoder.max_seq_length = query_max_length
         self.query_encoder.train()
+        for name, param in self.query_encoder.named_parameters():
+            if ".pooler." in name:  # BERT's pooler is unused by mean pooling; DDP needs every
+                param.requires_grad_(False)  # trainable parameter to take part in the loss
         # frozen and not a registered submodule: not in checkpoints, never updated
         self.evidence = TextEncoder(retriever_model, max_length=query_max_length)
         self.evidence.model.requires_grad_(False)
@@ -77,6 +83,10 @@ class CGRModule(ReaderModule):
         self.mle_loss = MLEChainLoss()
         self.rl_loss = ReinforceChainLoss()
         self.global_loss = GlobalChainLoss()
+        if disable_dropout:  # deterministic runs (the DDP equivalence test)
+            for module in self.modules():
+                if isinstance(module, torch.nn.Dropout):
+                    module.p = 0.0
         sep = getattr(self.query_encoder.tokenizer, "sep_token", None)
         self.sep = sep or "[SEP]"
 
@@ -85,7 +95,7 @@ class CGRModule(ReaderModule):
         self.evidence.model.to(self.device)
 
     def encode_queries(self, texts: list[str]) -> torch.Tensor:
-        features = self.query_encoder.tokenize(texts)
+        features = self.query_encoder.preprocess(texts)
         features = {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in features.items()}
         return F.normalize(self.query_encoder(features)["sentence_embedding"], dim=-1)
 
@@ -97,12 +107,29 @@ class CGRModule(ReaderModule):
         vectors = torch.from_numpy(self.evidence.encode(unique)).to(self.device)
         return dict(zip(unique, vectors, strict=True))
 
+    @staticmethod
+    def _world() -> tuple[int, int]:
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+        return 0, 1
+
     def _gather(self, tensor: torch.Tensor) -> torch.Tensor:
         """Concatenate a tensor of every rank (no gradient: used for frozen fact vectors)."""
-        if self.trainer is None or self.trainer.world_size == 1:
+        rank, world = self._world()
+        if world == 1:
             return tensor
-        gathered = self.all_gather(tensor)  # (world, ...)
-        return gathered.reshape(-1, *tensor.shape[1:])
+        parts = [torch.zeros_like(tensor) for _ in range(world)]
+        dist.all_gather(parts, tensor.contiguous())
+        return torch.cat(parts)
+
+    def _per_rank_count(self, n_local: float) -> float:
+        """Global count / world size: the normaliser that makes DDP equal one big batch."""
+        rank, world = self._world()
+        if world == 1:
+            return float(n_local)
+        total = torch.tensor([float(n_local)], device=self.device)
+        dist.all_reduce(total)
+        return total.item() / world
 
     def _sample_chains(self, ex: ReaderExample) -> list[list[str]]:
         chains = ex.chains[ex.answer_index] if ex.chains else []
@@ -138,9 +165,7 @@ class CGRModule(ReaderModule):
                 mask[i, t] = True
         all_candidates = self._gather(candidates)
         all_mask = self._gather(mask)
-        offset = (self.global_rank if self.trainer and self.trainer.world_size > 1 else 0) * len(
-            rows
-        )
+        offset = self._world()[0] * len(rows)
         targets = torch.arange(len(rows), device=self.device) + offset
         return chain_log_prob(
             queries, all_candidates, all_mask, targets, mask, self.hparams.similarity_scale
@@ -189,7 +214,7 @@ class CGRModule(ReaderModule):
             weights_t = torch.tensor(weights, device=self.device)
             fwd = self._chain_rows_log_prob(row_hyps, rows, vectors, reverse=False)
             bwd = self._chain_rows_log_prob(row_hyps, rows, vectors, reverse=True)
-            n_hyp = sum(bool(c) for c in sampled)
+            n_hyp = self._per_rank_count(sum(bool(c) for c in sampled))
             if hp.use_mle:
                 terms["mle"] = self.mle_loss(fwd, bwd, weights_t, n_hyp)
             if hp.use_rl:
@@ -204,8 +229,23 @@ class CGRModule(ReaderModule):
             self._stop_on_bad_loss(loss, batch, batch_idx, terms)
         size = len(batch)
         for name, value in terms.items():
-            self.log(f"train/loss_{name}", value, batch_size=size, on_step=True, on_epoch=True)
-        self.log("train/loss", loss, batch_size=size, prog_bar=True, on_step=True, on_epoch=True)
+            self.log(
+                f"train/loss_{name}",
+                value,
+                batch_size=size,
+                on_step=True,
+                on_epoch=True,
+                sync_dist=True,
+            )
+        self.log(
+            "train/loss",
+            loss,
+            batch_size=size,
+            prog_bar=True,
+            on_step=True,
+            on_epoch=True,
+            sync_dist=True,
+        )
         self.log(
             "train/acc", rewards.mean(), batch_size=size, prog_bar=True, on_step=True, on_epoch=True
         )
@@ -249,7 +289,7 @@ class CGRModule(ReaderModule):
 
     def _stop_on_bad_loss(self, loss, batch, batch_idx, terms) -> None:
         path = None
-        if self.trainer is not None and self.trainer.checkpoint_callback is not None:
+        if self._trainer is not None and self._trainer.checkpoint_callback is not None:
             folder = self.trainer.checkpoint_callback.dirpath or "checkpoints"
             path = f"{folder}/nonfinite-step{self.global_step}.ckpt"
             self.trainer.save_checkpoint(path)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, DistributedSampler
 
 from cgr.chains.builder import ChainBuilder, ChainConfig
 from cgr.data.hypothesis import HypothesisGenerator
@@ -52,6 +52,7 @@ class QADataModule(pl.LightningDataModule):
         max_train_questions: int | None = None,
         pool_cache_dir: str = ".cache/cgr/pools",
         retrieval_batch_size: int = 64,
+        shuffle: bool = True,
     ):
         super().__init__()
         self.retrieval = retrieval or RetrievalConfig()
@@ -167,16 +168,23 @@ class QADataModule(pl.LightningDataModule):
                 self.splits[split] = self._examples(split, files[split])
 
     def _loader(self, split: str, batch_size: int, shuffle: bool) -> DataLoader:
+        sampler = None
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            # our own sampler: Lightning keeps it, so `shuffle: false` stays unshuffled under DDP
+            sampler = DistributedSampler(
+                self.splits[split], shuffle=shuffle, seed=torch.initial_seed() % 2**31
+            )
         return DataLoader(
             self.splits[split],
             batch_size=batch_size,
-            shuffle=shuffle,
+            shuffle=shuffle if sampler is None else None,
+            sampler=sampler,
             num_workers=self.hparams.num_workers,
             collate_fn=_as_list,
         )
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader("train", self.hparams.batch_size, True)
+        return self._loader("train", self.hparams.batch_size, self.hparams.shuffle)
 
     def val_dataloader(self) -> DataLoader:
         return self._loader("dev", self.hparams.eval_batch_size, False)

@@ -5,6 +5,10 @@ raw cosines (scale 1); sentence-transformers' in-batch loss multiplies by 20. We
 with scale 1 the softmax over a batch of cosines in [-1, 1] is nearly uniform and the gradient
 is tiny. It is `model.similarity_scale` in the configs.
 
+Normalisers: each loss averages over the hypotheses it covers. Under DDP the module passes the
+count over all ranks divided by the world size, so that DDP's gradient averaging gives exactly
+the gradient of one process holding the whole batch.
+
 Shapes: B hypotheses, T chain steps, M candidate facts (in-batch, possibly gathered across DDP
 ranks), d dimensions. A chain is given by the query vector at each step (q_1 = h,
 q_t = [q_{t-1}; SEP; e_{t-1}], encoded by the trainable query encoder) and the index of its
@@ -38,10 +42,12 @@ def chain_log_prob(
 class SupervisedChainLoss(nn.Module):
     """L_S = -log p(c+|h+) (Eq. 6), over the hypotheses that have a gold chain."""
 
-    def forward(self, log_prob: torch.Tensor, has_gold: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, log_prob: torch.Tensor, has_gold: torch.Tensor, normalizer: float | None = None
+    ) -> torch.Tensor:
         if not has_gold.any():
             return log_prob.sum() * 0.0
-        return -(log_prob[has_gold]).mean()
+        return -(log_prob[has_gold]).sum() / (normalizer or int(has_gold.sum()))
 
 
 class MLEChainLoss(nn.Module):
@@ -69,7 +75,7 @@ class ReinforceChainLoss(nn.Module):
         weights: torch.Tensor,
         chain_rewards: torch.Tensor,  # (B·N,) reward of the hypothesis each chain belongs to
         baseline: torch.Tensor,
-        n_hyp: int,
+        n_hyp: float,
     ) -> torch.Tensor:
         if n_hyp == 0:
             return forward_lp.sum() * 0.0
@@ -88,6 +94,7 @@ class GlobalChainLoss(nn.Module):
         membership: torch.Tensor,  # (B, F) bool: fact f is in Ê of hypothesis b
         scale: float,
         fact_valid: torch.Tensor | None = None,  # (F,) bool: False for padding (DDP gathers)
+        normalizer: float | None = None,  # hypotheses counted (global count / world size in DDP)
     ) -> torch.Tensor:
         has = membership.any(-1)
         if not has.any():
@@ -97,7 +104,7 @@ class GlobalChainLoss(nn.Module):
         excluded = membership if fact_valid is None else membership | ~fact_valid.unsqueeze(0)
         negatives = sims.masked_fill(excluded, float("-inf"))
         logits = torch.cat([positive.unsqueeze(-1), negatives], dim=-1)
-        return -(logits.log_softmax(-1)[:, 0])[has].mean()
+        return -(logits.log_softmax(-1)[:, 0])[has].sum() / (normalizer or int(has.sum()))
 
 
 class ReaderLoss(nn.Module):

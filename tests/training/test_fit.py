@@ -3,29 +3,13 @@
 import json
 
 import pytest
-import yaml
 
 from cgr.cli import main
-from tests.conftest import ROOT, SAMPLE
+from tests.training.helpers import tiny_config
 
 
 def write_config(tmp_path, **retrieval):
-    config = yaml.safe_load((ROOT / "configs" / "default.yaml").read_text())
-    config["trainer"].update(max_epochs=1, limit_train_batches=3, default_root_dir=str(tmp_path / "logs"),
-                             enable_progress_bar=False)  # fmt: skip
-    config["trainer"]["logger"] = [{"class_path": "pytorch_lightning.loggers.CSVLogger",
-                                    "init_args": {"save_dir": str(tmp_path / "logs")}}]  # fmt: skip
-    config["trainer"]["callbacks"][0]["init_args"]["dirpath"] = str(tmp_path / "ckpt")
-    config["model"]["init_args"]["max_length"] = 64
-    data = config["data"]
-    data.update(train_file=str(SAMPLE / "train.jsonl"), dev_file=str(SAMPLE / "dev.jsonl"),
-                pool_cache_dir=str(tmp_path / "pools"), max_evidence=4)  # fmt: skip
-    data["retrieval"].update(corpus=[str(SAMPLE / "facts.txt")], open_book=str(SAMPLE / "openbook.txt"),
-                             cache_dir=str(tmp_path / "emb"), beam_size=2, open_book_k=2, **retrieval)  # fmt: skip
-    data["chains"]["amr"]["cache"] = str(tmp_path / "amr.sqlite")
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
+    return tiny_config(tmp_path, **retrieval)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,37 @@
+"""Tiny training configs on data/sample, written into a test's tmp folder."""
+
+from __future__ import annotations
+
+import yaml
+
+from tests.conftest import ROOT, SAMPLE
+
+
+def tiny_config(tmp_path, model_class: str = "cgr.training.module.ReaderModule", model_args=None,
+                trainer_args=None, data_args=None, **retrieval) -> "Path":  # noqa: F821  # fmt: skip
+    config = yaml.safe_load((ROOT / "configs" / "default.yaml").read_text())
+    config["trainer"].update(max_epochs=1, limit_train_batches=3, default_root_dir=str(tmp_path / "logs"),
+                             enable_progress_bar=False, log_every_n_steps=1)  # fmt: skip
+    config["trainer"]["logger"] = [{"class_path": "pytorch_lightning.loggers.CSVLogger",
+                                    "init_args": {"save_dir": str(tmp_path / "logs"), "name": "run"}}]  # fmt: skip
+    for callback in config["trainer"]["callbacks"]:
+        if "dirpath" in callback.get("init_args", {}):
+            callback["init_args"]["dirpath"] = str(tmp_path / "ckpt")
+    config["trainer"].update(trainer_args or {})
+    init = config["model"]["init_args"]
+    keep = {"reader_model", "max_length", "lr", "weight_decay", "warmup_ratio"}
+    if model_class.endswith("ReaderModule"):
+        init = {k: v for k, v in init.items() if k in keep}
+    init["max_length"] = 64
+    init.update(model_args or {})
+    config["model"] = {"class_path": model_class, "init_args": init}
+    data = config["data"]
+    data.update(train_file=str(SAMPLE / "train.jsonl"), dev_file=str(SAMPLE / "dev.jsonl"),
+                pool_cache_dir=str(tmp_path / "pools"), max_evidence=4)  # fmt: skip
+    data["retrieval"].update(corpus=[str(SAMPLE / "facts.txt")], open_book=str(SAMPLE / "openbook.txt"),
+                             cache_dir=str(tmp_path / "emb"), beam_size=2, open_book_k=2, **retrieval)  # fmt: skip
+    data["chains"]["amr"]["cache"] = str(tmp_path / "amr.sqlite")
+    data.update(data_args or {})
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path

@@ -1,0 +1,172 @@
+"""CGR training: every loss term logged, the trained query encoder used at eval, a non-finite
+loss stops the run, a 2-process DDP fit equals one process, and a killed run resumes."""
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from cgr.cli import main
+from cgr.errors import CGRError
+from tests.conftest import ROOT
+from tests.training.helpers import tiny_config
+
+CGR = "cgr.training.cgr_module.CGRModule"
+TERMS = ["reader", "supervised", "mle", "rl", "global"]
+
+
+def metrics(tmp_path) -> list[dict]:
+    path = next((tmp_path / "logs").rglob("metrics.csv"))
+    return list(csv.DictReader(path.open()))
+
+
+@pytest.fixture(scope="module")
+def cgr_run(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("cgr")
+    config = tiny_config(tmp_path, CGR, trainer_args={"max_epochs": 2, "limit_train_batches": 2})
+    assert main(["train", "--config", str(config)]) == 0
+    return tmp_path
+
+
+def test_every_loss_term_is_logged(cgr_run):
+    rows = metrics(cgr_run)
+    columns = set(rows[0])
+    assert {f"train/loss_{t}_step" for t in TERMS} <= columns
+    step_rows = [r for r in rows if r.get("train/loss_step")]
+    assert step_rows and all(
+        float(r[f"train/loss_{t}_step"]) == float(r[f"train/loss_{t}_step"])
+        for r in step_rows
+        for t in TERMS
+    )
+    assert any(float(r["train/loss_mle_step"]) > 0 for r in step_rows)  # chains were found and used
+
+
+def test_checkpoint_holds_the_query_encoder_and_eval_uses_it(cgr_run, tmp_path, capsys):
+    ckpt = torch.load(cgr_run / "ckpt" / "best.ckpt", map_location="cpu", weights_only=False)
+    assert any(k.startswith("query_encoder.") for k in ckpt["state_dict"])
+    assert any(k.startswith("reader.") for k in ckpt["state_dict"])
+    assert any("RNGStateCheckpoint" in k for k in ckpt["callbacks"])
+    assert (
+        main(
+            [
+                "eval",
+                "--checkpoint",
+                str(cgr_run / "ckpt" / "best.ckpt"),
+                "--out",
+                str(tmp_path / "p.jsonl"),
+            ]
+        )
+        == 0
+    )
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("accuracy: ")
+
+
+def test_query_encoder_learns_from_the_chain_losses(tmp_path):
+    from cgr.reader.examples import ReaderExample
+    from cgr.training.cgr_module import CGRModule
+
+    module = CGRModule(max_length=32, use_rl=False, disable_dropout=True)
+    chains = [
+        {
+            "facts": ["a", "b"],
+            "links": ["x", "y", "z"],
+            "texts": ["metal conducts electricity", "copper is a metal"],
+        },
+        {
+            "facts": ["c", "d"],
+            "links": ["x", "y", "z"],
+            "texts": ["a bear hibernates in winter", "winter is cold"],
+        },
+    ]
+    gold = [["copper is a metal"], ["winter is cold"]]
+    batch = [ReaderExample(f"q{i}", "Which one?", ["A", "B"], ["copper", "wood"], [f"Hypothesis {i}.", "Other."],
+                           [[], []], 0, [[chains[i]], []], gold[i]) for i in range(2)]  # fmt: skip
+    loss = module.training_step(batch, 0)
+    loss.backward()
+    grads = [p.grad for p in module.query_encoder.parameters() if p.grad is not None]
+    assert grads and sum(g.abs().sum() for g in grads) > 0
+
+
+def test_non_finite_loss_stops_with_step_and_batch_named():
+    from cgr.reader.examples import ReaderExample
+    from cgr.training.cgr_module import CGRModule
+
+    module = CGRModule(max_length=32)
+    module.reader_loss.forward = lambda logits, labels: torch.tensor(float("nan"))
+    batch = [
+        ReaderExample(
+            "q-nan", "Which?", ["A", "B"], ["x", "y"], ["X.", "Y."], [[], []], 0, [[], []]
+        )
+    ]
+    with pytest.raises(
+        CGRError, match=r"non-finite loss at global step 0, batch 7 \(questions q-nan\)"
+    ):
+        module.training_step(batch, 7)
+
+
+def run_cli(config, *extra, timeout=900):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "offline", "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "cgr.cli", "train", "--config", str(config), *extra], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=timeout)  # fmt: skip
+
+
+def step_losses(tmp_path) -> list[float]:
+    return [float(r["train/loss_step"]) for r in metrics(tmp_path) if r.get("train/loss_step")]
+
+
+def test_two_process_ddp_matches_one_process(tmp_path):
+    common = {"model_args": {"disable_dropout": True, "refresh_evidence_every_n_epochs": 0, "lr": 1e-4},
+              "trainer_args": {"max_epochs": 1, "limit_train_batches": 3, "limit_val_batches": 1,
+                               "accelerator": "cpu", "num_sanity_val_steps": 0}}  # fmt: skip
+    single_dir, ddp_dir = tmp_path / "single", tmp_path / "ddp"
+    single_dir.mkdir()
+    ddp_dir.mkdir()
+    single = tiny_config(single_dir, CGR, data_args={"batch_size": 4, "shuffle": False}, **common)
+    ddp = tiny_config(ddp_dir, CGR, data_args={"batch_size": 2, "shuffle": False}, **common)
+    a = run_cli(single, "--trainer.devices=1")
+    assert a.returncode == 0, a.stderr[-3000:]
+    b = run_cli(ddp, "--trainer.devices=2", "--trainer.strategy=ddp")
+    assert b.returncode == 0, b.stderr[-3000:]
+    assert "GLOBAL_RANK: 1" in b.stdout + b.stderr  # Lightning's DDP start-up line of rank 1
+    one, two = step_losses(single_dir), step_losses(ddp_dir)
+    assert len(one) == len(two) == 3
+    assert two == pytest.approx(one, rel=2e-3, abs=2e-4)
+
+
+def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
+    config = tiny_config(tmp_path, "cgr.training.module.ReaderModule",
+                         trainer_args={"max_epochs": 3, "limit_train_batches": 4, "limit_val_batches": 1})  # fmt: skip
+    for_callbacks = __import__("yaml").safe_load(config.read_text())
+    for cb in for_callbacks["trainer"]["callbacks"]:
+        if cb["init_args"].get("every_n_train_steps"):
+            cb["init_args"]["every_n_train_steps"] = 2
+    config.write_text(__import__("yaml").safe_dump(for_callbacks))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "offline", "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "cgr.cli", "train", "--config", str(config)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    last = tmp_path / "ckpt" / "last.ckpt"
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None:
+        if (
+            last.exists()
+            and torch.load(last, map_location="cpu", weights_only=False)["global_step"] >= 2
+        ):
+            break
+        time.sleep(0.5)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed_at = torch.load(last, map_location="cpu", weights_only=False)
+    assert 2 <= killed_at["global_step"] < 12
+    resumed = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Restoring states from the checkpoint path" in resumed.stderr + resumed.stdout
+    final = torch.load(last, map_location="cpu", weights_only=False)
+    assert final["global_step"] == 12 and final["epoch"] == 2
+    assert final["optimizer_states"] and final["lr_schedulers"]
