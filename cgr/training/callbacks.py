@@ -14,16 +14,19 @@ class RNGStateCheckpoint(pl.Callback):
     resume, so a run killed and restarted draws the same random numbers (shuffles, dropout)."""
 
     def state_dict(self) -> dict:
-        return {
+        kind, keys, pos, has_gauss, cached = np.random.get_state()
+        return {  # plain types and tensors only: checkpoints load with weights_only=True
             "python": random.getstate(),
-            "numpy": np.random.get_state(),
+            "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, cached],
             "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
         }
 
     def load_state_dict(self, state: dict) -> None:
-        random.setstate(state["python"])
-        np.random.set_state(state["numpy"])
+        python = state["python"]
+        random.setstate((python[0], tuple(python[1]), python[2]))
+        kind, keys, pos, has_gauss, cached = state["numpy"]
+        np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
         torch.set_rng_state(state["torch"])
         if state.get("cuda") and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda"])

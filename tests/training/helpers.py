@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import yaml
 
 from tests.conftest import ROOT, SAMPLE
 
 
 def tiny_config(tmp_path, model_class: str = "cgr.training.module.ReaderModule", model_args=None,
-                trainer_args=None, data_args=None, **retrieval) -> "Path":  # noqa: F821  # fmt: skip
+                trainer_args=None, data_args=None, **retrieval) -> Path:  # fmt: skip
     config = yaml.safe_load((ROOT / "configs" / "default.yaml").read_text())
     config["trainer"].update(max_epochs=1, limit_train_batches=3, default_root_dir=str(tmp_path / "logs"),
                              enable_progress_bar=False, log_every_n_steps=1)  # fmt: skip

@@ -143,7 +143,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
                          trainer_args={"max_epochs": 3, "limit_train_batches": 4, "limit_val_batches": 1})  # fmt: skip
     for_callbacks = __import__("yaml").safe_load(config.read_text())
     for cb in for_callbacks["trainer"]["callbacks"]:
-        if cb["init_args"].get("every_n_train_steps"):
+        if cb.get("init_args", {}).get("every_n_train_steps"):
             cb["init_args"]["every_n_train_steps"] = 2
     config.write_text(__import__("yaml").safe_dump(for_callbacks))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "offline", "PYTHONPATH": str(ROOT)}
