@@ -17,4 +17,4 @@ if [ $# -gt 0 ] && [[ "$1" != --* ]]; then
   shift
 fi
 cd "$root"
-exec "$root/.venv/bin/cgr" eval "${args[@]}" "$@"
+exec "${CGR_VENV:-$root/.venv}/bin/cgr" eval "${args[@]}" "$@"

@@ -5,4 +5,4 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 scripts/setup_env.sh dev
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline
-exec "$root/.venv/bin/python" -m pytest "$@"
+exec "${CGR_VENV:-$root/.venv}/bin/python" -m pytest "$@"

@@ -21,4 +21,4 @@ for a in "$@"; do
     *) echo "train.sh: overrides look like key=value (got '$a')" >&2; exit 2 ;;
   esac
 done
-exec "$root/.venv/bin/cgr" train --config "$config" "${args[@]}"
+exec "${CGR_VENV:-$root/.venv}/bin/cgr" train --config "$config" "${args[@]}"
