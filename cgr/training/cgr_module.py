@@ -16,7 +16,7 @@ import torch
 from torch import distributed as dist
 from torch.nn import functional as F
 
-from cgr.errors import CGRError
+from cgr.errors import CGRError, ConfigError
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.encoders import TextEncoder, load_sentence_encoder
 from cgr.training.losses import (
@@ -93,6 +93,13 @@ class CGRModule(ReaderModule):
     # --- helpers ---------------------------------------------------------------------------
     def on_fit_start(self) -> None:
         self.evidence.model.to(self.device)
+        datamodule = getattr(self.trainer, "datamodule", None)
+        retrieval = getattr(datamodule, "retrieval", None)
+        if retrieval is not None and retrieval.encoder != self.hparams.retriever_model:
+            raise ConfigError(
+                f"model.retriever_model ({self.hparams.retriever_model}) must be the encoder of "
+                f"data.retrieval.encoder ({retrieval.encoder}): the query encoder searches its index"
+            )
 
     def encode_queries(self, texts: list[str]) -> torch.Tensor:
         features = self.query_encoder.preprocess(texts)
