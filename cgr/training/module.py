@@ -39,24 +39,9 @@ class ReaderModule(pl.LightningModule):
         loss = F.cross_entropy(logits.float(), labels)
         acc = (logits.argmax(-1) == labels).float().mean()
         on_step = stage == "train"
-        self.log(
-            f"{stage}/loss",
-            loss,
-            batch_size=len(batch),
-            prog_bar=True,
-            on_step=on_step,
-            on_epoch=True,
-            sync_dist=not on_step,
-        )
-        self.log(
-            f"{stage}/acc",
-            acc,
-            batch_size=len(batch),
-            prog_bar=True,
-            on_step=on_step,
-            on_epoch=True,
-            sync_dist=not on_step,
-        )
+        for name, value in (("loss", loss), ("acc", acc)):
+            self.log(f"{stage}/{name}", value, batch_size=len(batch), prog_bar=True, on_step=on_step,
+                     on_epoch=True, sync_dist=not on_step)  # fmt: skip
         return loss
 
     def training_step(self, batch, batch_idx):
