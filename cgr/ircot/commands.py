@@ -20,6 +20,7 @@ class GeneratorConfig:
     gguf_file: str | None = None
     max_new_tokens: int = 48
     batch_size: int = 8
+    reuse_prefix_cache: bool = True  # encode the demonstrations once, not once per prompt
 
 
 @dataclass
@@ -102,9 +103,8 @@ def main(argv: list[str]) -> int:
             if args.retriever == "bm25"
             else DenseParagraphRetriever(corpus, args.dense_encoder)
         )
-    generator = Generator(
-        gen_cfg.model, gen_cfg.gguf_file, gen_cfg.max_new_tokens, gen_cfg.batch_size
-    )
+    generator = Generator(gen_cfg.model, gen_cfg.gguf_file, gen_cfg.max_new_tokens, gen_cfg.batch_size,
+                          reuse_prefix_cache=gen_cfg.reuse_prefix_cache)  # fmt: skip
     demos = load_demonstrations(demo_cfg.file)
     with_context = loop.method != "nor"
 

@@ -7,6 +7,7 @@ Any hub name or local folder works for users with the network.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import re
 from dataclasses import dataclass
@@ -53,7 +54,8 @@ class Generation:
 
 @lru_cache(maxsize=2)
 def _load(path: str, gguf: str | None, device: str):
-    """Tokenizer, model and seq2seq flag, loaded once per process (GGUF de-quantising is slow)."""
+    """Tokenizer, model, seq2seq flag and config, loaded once per process (GGUF de-quantising is
+    slow, and tests and benchmarks build several generators)."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     kwargs = {"gguf_file": gguf} if gguf else {}
@@ -65,23 +67,16 @@ def _load(path: str, gguf: str | None, device: str):
 
 
 class Generator:
-    def __init__(self, model: str = "smollm2", gguf_file: str | None = None, max_new_tokens: int = 48,
-                 batch_size: int = 8, device: str | None = None):  # fmt: skip
-        from transformers import (
-            AutoConfig,
-            AutoModelForCausalLM,
-            AutoModelForSeq2SeqLM,
-            AutoTokenizer,
-        )
+    """Greedy decoding in batches. With `reuse_prefix_cache`, a prompt prefix shared by every
+    prompt (the packed demonstrations) is encoded once; each batch starts from a copy of its
+    key-value cache and only encodes the question-specific rest (decoder-only models)."""
 
+    def __init__(self, model: str = "smollm2", gguf_file: str | None = None, max_new_tokens: int = 48,
+                 batch_size: int = 8, device: str | None = None, reuse_prefix_cache: bool = True):  # fmt: skip
         path, gguf = resolve_generator(model, gguf_file)
-        kwargs = {"gguf_file": gguf} if gguf else {}
-        self.tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
-        config = AutoConfig.from_pretrained(path, **kwargs)
-        self.seq2seq = bool(getattr(config, "is_encoder_decoder", False))
-        loader = AutoModelForSeq2SeqLM if self.seq2seq else AutoModelForCausalLM
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.model = loader.from_pretrained(path, **kwargs).to(self.device).eval()
+        tokenizer, self.model, self.seq2seq, config = _load(path, gguf, self.device)
+        self.tokenizer = copy.copy(tokenizer)  # padding settings below stay local to this generator
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.tokenizer.padding_side = "left"  # decoder-only batches are padded on the left
@@ -90,6 +85,8 @@ class Generator:
         )
         self.max_new_tokens = max_new_tokens
         self.batch_size = batch_size
+        self.reuse_prefix_cache = reuse_prefix_cache and not self.seq2seq
+        self._prefixes: dict[str, tuple[torch.Tensor, object]] = {}
         limit = getattr(config, "max_position_embeddings", None) or getattr(
             self.tokenizer, "model_max_length", 2048
         )
@@ -99,25 +96,30 @@ class Generator:
         return len(self.tokenizer(text, add_special_tokens=False).input_ids)
 
     @torch.no_grad()
-    def generate(
-        self, prompts: list[str], stop_at_sentence: bool = True, max_new_tokens: int | None = None
-    ) -> list[Generation]:
+    def generate(self, prompts: list[str], stop_at_sentence: bool = True, max_new_tokens: int | None = None,
+                 prefix: str | None = None) -> list[Generation]:  # fmt: skip
         """Greedy continuations; with `stop_at_sentence` only the first sentence is kept and
-        decoding stops once every sequence of the batch has finished one."""
+        decoding stops once every sequence of the batch has finished one. `prefix`, when every
+        prompt starts with it, is the part whose key-value cache is reused."""
         out: list[Generation] = []
         limit = max_new_tokens or self.max_new_tokens
+        shared = (
+            prefix
+            if prefix and self.reuse_prefix_cache and all(p.startswith(prefix) for p in prompts)
+            else None
+        )
         for start in range(0, len(prompts), self.batch_size):
             chunk = prompts[start : start + self.batch_size]
-            enc = self.tokenizer(chunk, return_tensors="pt", padding=True, truncation=True,
-                                 max_length=self.max_input_tokens).to(self.device)  # fmt: skip
+            inputs = (self._with_prefix(shared, chunk) if shared else None) or self._plain(chunk)
+            prompt_length = inputs["input_ids"].shape[1]
             stopping = (
-                [_SentenceStop(self.tokenizer, enc.input_ids.shape[1], self.seq2seq)]
+                [_SentenceStop(self.tokenizer, prompt_length, self.seq2seq)]
                 if stop_at_sentence
                 else None
             )
-            ids = self.model.generate(**enc, max_new_tokens=limit, do_sample=False, stopping_criteria=stopping,
+            ids = self.model.generate(**inputs, max_new_tokens=limit, do_sample=False, stopping_criteria=stopping,
                                       pad_token_id=self.tokenizer.pad_token_id)  # fmt: skip
-            new = ids if self.seq2seq else ids[:, enc.input_ids.shape[1] :]
+            new = ids if self.seq2seq else ids[:, prompt_length:]
             for row in new:
                 tokens = [t for t in row.tolist() if t != self.tokenizer.pad_token_id]
                 text = self.tokenizer.decode(tokens, skip_special_tokens=True)
@@ -127,6 +129,44 @@ class Generator:
                     )
                 )
         return out
+
+    def _plain(self, chunk: list[str]) -> dict:
+        enc = self.tokenizer(chunk, return_tensors="pt", padding=True, truncation=True,
+                             max_length=self.max_input_tokens).to(self.device)  # fmt: skip
+        return {"input_ids": enc.input_ids, "attention_mask": enc.attention_mask}
+
+    def _with_prefix(self, prefix: str, chunk: list[str]) -> dict | None:
+        """Inputs that start from a copy of the prefix's cache; the padding of the rest sits
+        between prefix and rest, masked out, and positions follow the mask. None when the prompt
+        would be too long (the plain path truncates it)."""
+        prefix_ids, prefix_cache = self._prefix(prefix)
+        rest = self.tokenizer([p[len(prefix) :] for p in chunk], return_tensors="pt", padding=True,
+                              add_special_tokens=False).to(self.device)  # fmt: skip
+        if prefix_ids.shape[1] + rest.input_ids.shape[1] > self.max_input_tokens:
+            return None
+        n = len(chunk)
+        cache = copy.deepcopy(prefix_cache)
+        cache.batch_repeat_interleave(n)
+        ones = torch.ones(
+            n, prefix_ids.shape[1], dtype=rest.attention_mask.dtype, device=self.device
+        )
+        return {
+            "input_ids": torch.cat([prefix_ids.expand(n, -1), rest.input_ids], dim=1),
+            "attention_mask": torch.cat([ones, rest.attention_mask], dim=1),
+            "past_key_values": cache,
+        }
+
+    def _prefix(self, prefix: str) -> tuple[torch.Tensor, object]:
+        if prefix not in self._prefixes:
+            from transformers import DynamicCache
+
+            ids = self.tokenizer(prefix, return_tensors="pt").input_ids.to(self.device)
+            cache = self.model(input_ids=ids, past_key_values=DynamicCache(config=self.model.config),
+                               use_cache=True).past_key_values  # fmt: skip
+            if len(self._prefixes) >= 4:
+                self._prefixes.pop(next(iter(self._prefixes)))
+            self._prefixes[prefix] = (ids, cache)
+        return self._prefixes[prefix]
 
 
 class _SentenceStop(StoppingCriteria):

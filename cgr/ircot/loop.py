@@ -93,7 +93,11 @@ class IRCoTRunner:
                     for s in active
                 ]
                 for state, gen in zip(
-                    active, self.generator.generate(prompts, stop_at_sentence=True), strict=True
+                    active,
+                    self.generator.generate(
+                        prompts, stop_at_sentence=True, prefix=self.cot_prompts.prefix
+                    ),
+                    strict=True,
                 ):
                     state.generated_tokens += gen.new_tokens
                     state.cot.append(gen.text)
@@ -115,7 +119,10 @@ class IRCoTRunner:
         prompts = [self.reader_prompts.build(s.question.question, s.paragraphs) for s in states]
         cot = self.cfg.reader == "cot"
         gens = self.generator.generate(
-            prompts, stop_at_sentence=not cot, max_new_tokens=self.cfg.reader_max_new_tokens
+            prompts,
+            stop_at_sentence=not cot,
+            max_new_tokens=self.cfg.reader_max_new_tokens,
+            prefix=self.reader_prompts.prefix,
         )
         answers = []
         for state, gen in zip(states, gens, strict=True):

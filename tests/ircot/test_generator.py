@@ -1,0 +1,42 @@
+"""The packaged SmolLM2 generator: reusing the demonstrations' key-value cache changes nothing
+but the time (greedy outputs equal the plain path's, batched or not)."""
+
+import pytest
+
+from cgr.data.records import Paragraph
+from cgr.ircot.demos import PromptBuilder, load_demonstrations
+from cgr.ircot.generator import Generator
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def prompts_and_prefix():
+    plain = Generator(max_new_tokens=20, batch_size=3, reuse_prefix_cache=False)
+    demos = load_demonstrations(ROOT / "data" / "ircot" / "demos.json")
+    builder = PromptBuilder(demos, plain.count_tokens, "cot", token_budget=600)
+    paragraphs = [Paragraph("Tamberg", "Tamberg is a city. The Sella river flows through Tamberg.")]
+    prompts = [
+        builder.build("Which river flows through Tamberg?", paragraphs),
+        builder.build("Who designed the Lindqvist Tower, the tallest building in Tamberg?", []),
+        builder.build("Which river flows through Tamberg?", paragraphs, "Tamberg is a city."),
+    ]
+    return plain, prompts, builder.prefix
+
+
+def test_prefix_cache_gives_the_plain_greedy_output(prompts_and_prefix):
+    plain, prompts, prefix = prompts_and_prefix
+    expected = [g.text for g in plain.generate(prompts, prefix=prefix)]
+    one_by_one = Generator(max_new_tokens=20, batch_size=1)
+    batched = Generator(max_new_tokens=20, batch_size=3)
+    assert batched.model is plain.model  # loaded once per process
+    assert [g.text for g in one_by_one.generate(prompts, prefix=prefix)] == expected
+    assert [g.text for g in batched.generate(prompts, prefix=prefix)] == expected
+    assert list(batched._prefixes) == [prefix]  # the prefix was encoded once and kept
+    assert all(expected)
+
+
+def test_prompts_without_the_prefix_take_the_plain_path(prompts_and_prefix):
+    _, prompts, prefix = prompts_and_prefix
+    gen = Generator(max_new_tokens=8, batch_size=2)
+    gen.generate(prompts[:1] + ["Q: What is two plus two?\nA:"], prefix=prefix)
+    assert gen._prefixes == {}
