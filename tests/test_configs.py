@@ -5,7 +5,9 @@ import pytest
 from cgr.cli import main
 from tests.conftest import ROOT
 
-CONFIGS = sorted(p.name for p in (ROOT / "configs").glob("*.yaml") if not p.name.startswith("ircot"))
+CONFIGS = sorted(
+    p.name for p in (ROOT / "configs").glob("*.yaml") if not p.name.startswith("ircot")
+)
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -48,4 +50,8 @@ def test_ircot_config_parses(path):
     from cgr.ircot.commands import build_parser
 
     args = build_parser().parse_args(["--config", str(path), "--data", "d.jsonl", "--out", "out"])
-    assert args.method in {"ircot", "oner", "nor"} and args.loop.max_paragraphs == 15 and args.loop.max_steps == 8
+    assert (
+        args.method in {"ircot", "oner", "nor"}
+        and args.loop.max_paragraphs == 15
+        and args.loop.max_steps == 8
+    )

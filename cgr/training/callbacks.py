@@ -1,8 +1,9 @@
-"""Callbacks that make a killed run resumable exactly."""
+"""Callbacks: exact resumption of a killed run, and the training speed benchmarks compare."""
 
 from __future__ import annotations
 
 import random
+import time
 
 import numpy as np
 import pytorch_lightning as pl
@@ -30,3 +31,34 @@ class RNGStateCheckpoint(pl.Callback):
         torch.set_rng_state(state["torch"])
         if state.get("cuda") and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class TrainingSpeed(pl.Callback):
+    """Logs `train/questions_per_s` at each epoch end: training questions per second on this
+    rank, from the end of the epoch's first batch (warm-up) to its last, validation excluded.
+    Benchmarks compare it across models trained on the same data (CGR against reader-only)."""
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        self._start: float | None = None
+        self._paused: float | None = None
+        self._questions = 0
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if self._start is None:
+            self._start = time.perf_counter()
+        else:
+            self._questions += len(batch)
+
+    def on_validation_start(self, trainer, pl_module) -> None:
+        if getattr(self, "_start", None) is not None:  # validation inside a training epoch
+            self._paused = time.perf_counter()
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if getattr(self, "_paused", None) is not None:
+            self._start += time.perf_counter() - self._paused
+            self._paused = None
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        if self._start is not None and self._questions:  # an epoch of one batch has no speed
+            speed = self._questions / (time.perf_counter() - self._start)
+            pl_module.log("train/questions_per_s", speed, rank_zero_only=True)

@@ -46,6 +46,15 @@ def test_every_loss_term_is_logged(cgr_run):
     assert any(float(r["train/loss_mle_step"]) > 0 for r in step_rows)  # chains were found and used
 
 
+def test_training_speed_is_logged_once_per_epoch(cgr_run):
+    speeds = [
+        float(r["train/questions_per_s"])
+        for r in metrics(cgr_run)
+        if r.get("train/questions_per_s")
+    ]
+    assert len(speeds) == 2 and all(s > 0 for s in speeds)  # max_epochs 2
+
+
 def test_checkpoint_holds_the_query_encoder_and_eval_uses_it(cgr_run, tmp_path, capsys):
     ckpt = torch.load(cgr_run / "ckpt" / "best.ckpt", map_location="cpu", weights_only=False)
     assert any(k.startswith("query_encoder.") for k in ckpt["state_dict"])
