@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import platform
 import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 import torch
@@ -44,3 +50,33 @@ def print_table(columns: list[str], rows: list[list]) -> None:
 
 def load_config(path: str | Path) -> dict:
     return yaml.safe_load((ROOT / path).read_text())
+
+
+def run_training(config: dict, name: str) -> dict:
+    """One real `cgr train` run of `config` (checkpoints in checkpoints/bench/NAME, CSV log in
+    logs/bench/NAME, both cleared first so nothing resumes): dev accuracy, minutes and the logged
+    training questions/s."""
+    ckpt_dir, log_dir = ROOT / "checkpoints" / "bench" / name, ROOT / "logs" / "bench" / name
+    for folder in (ckpt_dir, log_dir):
+        shutil.rmtree(folder, ignore_errors=True)
+    trainer = config["trainer"]
+    trainer.update(enable_progress_bar=False, val_check_interval=1.0)
+    trainer["logger"] = [{"class_path": "pytorch_lightning.loggers.CSVLogger",
+                          "init_args": {"save_dir": str(log_dir), "name": "run"}}]  # fmt: skip
+    for callback in trainer["callbacks"]:
+        if "dirpath" in callback.get("init_args", {}):
+            callback["init_args"]["dirpath"] = str(ckpt_dir)
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        yaml.safe_dump(config, f)
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "cgr.cli", "train", "--config", f.name], cwd=ROOT,
+                          capture_output=True, text=True)  # fmt: skip
+    minutes = (time.perf_counter() - start) / 60
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines or not lines[-1].startswith("accuracy:"):
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
+        raise SystemExit(f"{name} failed (exit {proc.returncode})")
+    speeds = [float(r["train/questions_per_s"]) for path in log_dir.rglob("metrics.csv")
+              for r in csv.DictReader(path.open()) if r.get("train/questions_per_s")]  # fmt: skip
+    return {"accuracy": float(lines[-1].split()[1]), "minutes": minutes,
+            "questions_per_s": sum(speeds) / len(speeds) if speeds else None, "machine": machine()}  # fmt: skip

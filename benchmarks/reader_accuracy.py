@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import argparse
 import copy
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
-
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import ROOT, load_config, load_result, machine, print_table, save_result  # noqa: E402
+from benchmarks.common import (
+    load_config,
+    load_result,
+    machine,
+    print_table,
+    run_training,
+    save_result,
+)  # noqa: E402
 
 ROWS = {
     "none": ("(a) no facts", {"method": "none"}),
@@ -33,36 +34,14 @@ ROWS = {
 }
 
 
-def row_config(base: dict, row: str, budget: argparse.Namespace, out_dir: Path) -> dict:
+def row_config(base: dict, row: str, budget: argparse.Namespace) -> dict:
     config = copy.deepcopy(base)
-    config["trainer"].update(
-        max_epochs=budget.epochs, val_check_interval=1.0, enable_progress_bar=False
-    )
-    config["trainer"]["logger"] = [{"class_path": "pytorch_lightning.loggers.CSVLogger",
-                                    "init_args": {"save_dir": "logs", "name": f"bench-{row}"}}]  # fmt: skip
-    config["trainer"]["callbacks"][0]["init_args"]["dirpath"] = str(out_dir / row)
+    config["trainer"]["max_epochs"] = budget.epochs
     config["model"]["init_args"]["max_length"] = budget.max_length
     config["data"]["max_train_questions"] = budget.train_questions
     config["data"]["retrieval"].update(ROWS[row][1])
     config["data"]["chains"] = {"enabled": False}  # this table is about the evidence pool itself
     return config
-
-
-def run_row(base: dict, row: str, budget: argparse.Namespace) -> dict:
-    out_dir = ROOT / "checkpoints" / "bench"
-    shutil.rmtree(out_dir / row, ignore_errors=True)  # `cgr train` would resume from its last.ckpt
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        yaml.safe_dump(row_config(base, row, budget, out_dir), f)
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "cgr.cli", "train", "--config", f.name], cwd=ROOT,
-                          capture_output=True, text=True)  # fmt: skip
-    minutes = (time.perf_counter() - start) / 60
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines or not lines[-1].startswith("accuracy:"):
-        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
-        raise SystemExit(f"row {row} failed (exit {proc.returncode})")
-    return {"row": ROWS[row][0], "accuracy": float(lines[-1].split()[1]), "minutes": minutes,
-            "budget": vars(budget), "machine": machine()}  # fmt: skip
 
 
 def main() -> None:
@@ -83,7 +62,8 @@ def main() -> None:
         for row in args.rows:
             if load_result(f"reader_accuracy-{row}") and not args.force:
                 continue
-            result = run_row(base, row, budget)
+            result = {"row": ROWS[row][0], "budget": vars(budget),
+                      **run_training(row_config(base, row, budget), f"reader_accuracy-{row}")}  # fmt: skip
             save_result(f"reader_accuracy-{row}", result)
             print(
                 f"{row}: accuracy {result['accuracy']:.4f} in {result['minutes']:.1f} min",

@@ -1,0 +1,119 @@
+"""CGR reproduction table (paper Table 4 on our budget): dev accuracy of the reader without
+facts, iterative retrieval + reader, CGR, and CGR without each chain-aware loss, with seeds; and
+training questions/s of each row (CGR against reader-only training is the ratio).
+
+Each row x seed is a real `cgr train` run saved as benchmarks/results/cgr_ablations-<tag>.json,
+so the table can be filled over several sessions; the table prints mean ± std over seeds.
+
+    .venv/bin/python benchmarks/cgr_ablations.py --rows reader iterative cgr --seeds 1 2
+    .venv/bin/python benchmarks/cgr_ablations.py --table
+    .venv/bin/python benchmarks/cgr_ablations.py --dataset arc_challenge --rows iterative cgr
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import (
+    load_config,
+    load_result,
+    machine,
+    print_table,
+    run_training,
+    save_result,
+)  # noqa: E402
+
+READER = "cgr.training.module.ReaderModule"
+CGR = "cgr.training.cgr_module.CGRModule"
+LOSSES = ("use_supervised", "use_mle", "use_rl", "use_global")
+# row -> (label, model class, retrieval method, chains on, CGR losses switched off)
+ROWS = {
+    "reader": ("reader, no facts", READER, "none", False, ()),
+    "iterative": ("iterative retrieval + reader", READER, "beam", False, ()),
+    "cgr": ("CGR", CGR, "beam", True, ()),
+    "no_global": ("CGR w/o L_global", CGR, "beam", True, ("use_global",)),
+    "no_mle": ("CGR w/o L_mle", CGR, "beam", True, ("use_mle",)),
+    "no_rl": ("CGR w/o L_rl", CGR, "beam", True, ("use_rl",)),
+    "no_local": ("CGR w/o L_mle and L_rl", CGR, "beam", True, ("use_mle", "use_rl")),
+    "no_chain_losses": ("CGR w/o L_D (L_reader + L_S only)", CGR, "beam", True, ("use_mle", "use_rl", "use_global")),
+}  # fmt: skip
+CONFIGS = {"obqa": "configs/obqa_cgr_cpu.yaml", "arc_challenge": "configs/arc_challenge.yaml"}
+READER_ARGS = ("reader_model", "max_length", "lr", "weight_decay", "warmup_ratio")
+
+
+def row_config(base: dict, row: str, seed: int, budget: argparse.Namespace) -> dict:
+    _, model_class, method, chains, off = ROWS[row]
+    config = copy.deepcopy(base)
+    config["seed_everything"] = seed
+    config["trainer"]["max_epochs"] = budget.epochs
+    init = {k: v for k, v in config["model"]["init_args"].items() if k in READER_ARGS}
+    init["max_length"] = budget.max_length
+    if model_class == CGR:
+        init.update({k: k not in off for k in LOSSES})
+    config["model"] = {"class_path": model_class, "init_args": init}
+    data = config["data"]
+    data["max_train_questions"] = budget.train_questions
+    data["retrieval"]["method"] = method
+    data["chains"]["enabled"] = chains
+    return config
+
+
+def tag(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> str:
+    return f"cgr_ablations-{dataset}-{row}-q{budget.train_questions}-e{budget.epochs}-l{budget.max_length}-s{seed}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dataset", default="obqa", choices=list(CONFIGS))
+    parser.add_argument("--rows", nargs="*", default=list(ROWS), choices=list(ROWS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--train-questions", type=int, default=1000, help="0: the whole train set")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--force", action="store_true", help="re-run rows that have a result")
+    parser.add_argument("--table", action="store_true", help="only print the table")
+    args = parser.parse_args()
+    budget = argparse.Namespace(
+        train_questions=args.train_questions, epochs=args.epochs, max_length=args.max_length
+    )
+    base = load_config(CONFIGS[args.dataset])
+    if not args.table:
+        for seed in args.seeds:
+            for row in args.rows:
+                name = tag(args.dataset, row, seed, budget)
+                if load_result(name) and not args.force:
+                    continue
+                result = run_training(row_config(base, row, seed, budget), name)
+                save_result(
+                    name, {"row": ROWS[row][0], "seed": seed, "budget": vars(budget), **result}
+                )
+                print(
+                    f"{name}: accuracy {result['accuracy']:.4f} in {result['minutes']:.1f} min",
+                    flush=True,
+                )
+    table, speeds = [], {}
+    for row in ROWS:
+        runs = [r for s in args.seeds if (r := load_result(tag(args.dataset, row, s, budget)))]
+        if not runs:
+            continue
+        acc = [100 * r["accuracy"] for r in runs]
+        spread = f" ± {statistics.stdev(acc):.1f}" if len(acc) > 1 else ""
+        speeds[row] = statistics.mean(r["questions_per_s"] or float("nan") for r in runs)
+        table.append([ROWS[row][0], f"{statistics.mean(acc):.1f}{spread}", len(runs), f"{speeds[row]:.2f}",
+                      f"{statistics.mean(r['minutes'] for r in runs):.1f}"])  # fmt: skip
+    print(f"{args.dataset} dev accuracy (%), MiniLM reader and retriever; budget: "
+          f"{args.train_questions or 'all'} train questions x {args.epochs} epoch(s), max length {args.max_length}; "
+          f"seeds {args.seeds}; {machine()}")  # fmt: skip
+    print_table(["model", "dev accuracy", "seeds", "train questions/s", "minutes/run"], table)
+    if "cgr" in speeds and "iterative" in speeds:
+        print(f"CGR / reader-only training speed: {speeds['cgr'] / speeds['iterative']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
