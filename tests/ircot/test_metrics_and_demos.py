@@ -4,7 +4,7 @@ import pytest
 
 from cgr.ircot.commands import load_lenient
 from cgr.ircot.demos import PromptBuilder, extract_answer, load_demonstrations
-from cgr.ircot.generator import first_sentence
+from cgr.ircot.generator import _finished, first_sentence, until_blank_line
 from cgr.ircot.metrics import exact_match, f1_score, normalize_answer, paragraph_recall
 from cgr.ircot.retrievers import BM25ParagraphRetriever, paragraph_corpus
 from tests.conftest import ROOT
@@ -33,6 +33,19 @@ def test_answer_extraction_and_first_sentence():
         first_sentence(" Helena was born in 1951. She studied art.") == "Helena was born in 1951."
     )
     assert first_sentence("No full stop here\nnext line") == "No full stop here"
+
+
+def test_cot_answers_stop_once_the_answer_sentence_or_the_example_ends():
+    assert not _finished("Arto Venn died in Tamberg. So the answer is: 3.", "answer")  # 3.5?
+    assert _finished("Arto Venn died in Tamberg. So the answer is: 3.5 million. ", "answer")
+    assert _finished("So the answer is: Sella\n", "answer")
+    assert _finished("Arto Venn died in Tamberg.\n\nWikipedia Title: X", "answer")
+    assert not _finished("Arto Venn died in Tamberg. He", "answer")
+    assert _finished("Arto Venn died in Tamberg. He", "sentence")
+    assert (
+        until_blank_line(" So the answer is: Sella.\n\n\nWikipedia Title: X")
+        == "So the answer is: Sella."
+    )
 
 
 def test_our_demonstrations_load_and_pack_into_the_budget():
