@@ -24,7 +24,9 @@ from cgr.ircot.generator import Generator  # noqa: E402
 from cgr.ircot.retrievers import BM25ParagraphRetriever, as_paragraph, paragraph_corpus  # noqa: E402
 
 DATA = "../shared/data/hotpotqa/ircot_processed_dev_subsampled.jsonl"
-SETTINGS = [(1, False), (8, False), (1, True), (8, True)]  # (batch size, reuse prefix cache)
+# (batch size, reuse prefix cache, dtype)
+SETTINGS = [(1, False, "float32"), (8, False, "float32"), (1, True, "float32"), (8, True, "float32"),
+            (8, True, "bfloat16")]  # fmt: skip
 
 
 def first_step_prompts(n: int, cfg: dict, count_tokens) -> tuple[list[str], str]:
@@ -51,8 +53,10 @@ def main() -> None:
     prompts, prefix = first_step_prompts(args.n, cfg, reference.count_tokens)
     prompt_tokens = sum(reference.count_tokens(p) for p in prompts) / len(prompts)
     rows, baseline, expected = [], None, None
-    for batch_size, reuse in SETTINGS:
-        gen = Generator(max_new_tokens=max_new, batch_size=batch_size, reuse_prefix_cache=reuse)
+    for batch_size, reuse, dtype in SETTINGS:
+        gen = Generator(
+            max_new_tokens=max_new, batch_size=batch_size, reuse_prefix_cache=reuse, dtype=dtype
+        )
         start = time.perf_counter()
         outputs = gen.generate(prompts, stop="sentence", prefix=prefix)
         seconds = time.perf_counter() - start
@@ -60,14 +64,14 @@ def main() -> None:
         baseline, expected = baseline or seconds, expected or texts
         same = sum(a == b for a, b in zip(texts, expected, strict=True))
         tokens = sum(o.new_tokens for o in outputs) / len(outputs)
-        rows.append([batch_size, "yes" if reuse else "no", seconds / len(prompts), baseline / seconds,
+        rows.append([batch_size, "yes" if reuse else "no", dtype, seconds / len(prompts), baseline / seconds,
                      tokens, f"{same}/{len(prompts)}"])  # fmt: skip
     result = {"n": len(prompts), "prompt_tokens": prompt_tokens, "prefix_tokens": reference.count_tokens(prefix),
               "rows": rows, "machine": machine()}  # fmt: skip
     save_result(f"ircot_generation-hotpotqa-{len(prompts)}", result)
     print(f"IRCoT first-step generation, SmolLM2-135M-Instruct, {len(prompts)} HotpotQA dev prompts of "
           f"{prompt_tokens:.0f} tokens on average ({result['prefix_tokens']} of them demonstrations); {machine()}")  # fmt: skip
-    print_table(["batch", "prefix cache", "s/prompt", "speed-up", "generated tokens/prompt",
+    print_table(["batch", "prefix cache", "dtype", "s/prompt", "speed-up", "generated tokens/prompt",
                  "same output as batch 1 plain"], rows)  # fmt: skip
 
 

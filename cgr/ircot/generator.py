@@ -21,6 +21,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?(\s|$)|\n")
 # a CoT answer is complete once its "answer is ..." sentence ends, or the example ends (blank line)
 _ANSWER_END = re.compile(r"answer is[^\n]*?([.!?]\s|\n)|\n\s*\n", re.IGNORECASE)
 STOPS = ("sentence", "answer", "none")
+DTYPES = ("float32", "bfloat16", "float16")
 
 
 def resolve_generator(name: str, gguf_file: str | None) -> tuple[str, str | None]:
@@ -66,7 +67,7 @@ class Generation:
 
 
 @lru_cache(maxsize=2)
-def _load(path: str, gguf: str | None, device: str):
+def _load(path: str, gguf: str | None, device: str, dtype: str = "float32"):
     """Tokenizer, model, seq2seq flag and config, loaded once per process (GGUF de-quantising is
     slow, and tests and benchmarks build several generators)."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
@@ -76,7 +77,8 @@ def _load(path: str, gguf: str | None, device: str):
     config = AutoConfig.from_pretrained(path, **kwargs)
     seq2seq = bool(getattr(config, "is_encoder_decoder", False))
     loader = AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
-    return tokenizer, loader.from_pretrained(path, **kwargs).to(device).eval(), seq2seq, config
+    model = loader.from_pretrained(path, dtype=getattr(torch, dtype), **kwargs)
+    return tokenizer, model.to(device).eval(), seq2seq, config
 
 
 class Generator:
@@ -85,10 +87,13 @@ class Generator:
     key-value cache and only encodes the question-specific rest (decoder-only models)."""
 
     def __init__(self, model: str = "smollm2", gguf_file: str | None = None, max_new_tokens: int = 48,
-                 batch_size: int = 8, device: str | None = None, reuse_prefix_cache: bool = True):  # fmt: skip
+                 batch_size: int = 8, device: str | None = None, reuse_prefix_cache: bool = True,
+                 dtype: str = "float32"):  # fmt: skip
+        if dtype not in DTYPES:
+            raise ValueError(f"generator dtype must be one of {DTYPES}, got {dtype!r}")
         path, gguf = resolve_generator(model, gguf_file)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        tokenizer, self.model, self.seq2seq, config = _load(path, gguf, self.device)
+        tokenizer, self.model, self.seq2seq, config = _load(path, gguf, self.device, dtype)
         self.tokenizer = copy.copy(tokenizer)  # padding settings below stay local to this generator
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
