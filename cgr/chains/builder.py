@@ -8,6 +8,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from tqdm.auto import tqdm
+
 from cgr.amr.parsers import AMRConfig, CachedParser
 from cgr.chains.concepts import AMRConcepts, amr_concepts
 from cgr.chains.graph import build_semantic_graph, question_concepts
@@ -34,7 +36,7 @@ class ChainConfig:
 
 class ChainBuilder:
     def __init__(self, cfg: ChainConfig, progress: bool = True):
-        self.cfg = cfg
+        self.cfg, self.progress = cfg, progress
         self.parser = CachedParser(cfg.amr, progress=progress)
         self.search = ChainSearchConfig(cfg.max_facts, cfg.max_chains, cfg.time_budget_s)
         self.counters: Counter[str] = Counter()
@@ -51,7 +53,7 @@ class ChainBuilder:
         self.counters["facts_without_concepts"] += sum(
             not concepts[f.text].concepts for ex in examples for pool in ex.facts for f in pool
         )
-        for ex in examples:
+        for ex in tqdm(examples, desc="searching chains", unit="q", disable=not self.progress):
             self._attach_one(ex, concepts, max_evidence)
         log.info("chains: %s", dict(self.counters))
 
