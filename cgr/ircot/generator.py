@@ -155,23 +155,29 @@ class Generator:
         return {"input_ids": enc.input_ids, "attention_mask": enc.attention_mask}
 
     def _with_prefix(self, prefix: str, chunk: list[str]) -> dict | None:
-        """Inputs that start from a copy of the prefix's cache; the padding of the rest sits
-        between prefix and rest, masked out, and positions follow the mask. None when the prompt
-        would be too long (the plain path truncates it)."""
+        """Inputs that start from a copy of the prefix's cache. Each prompt is tokenized whole,
+        so the tokens are exactly the plain path's (BPE may merge across the prefix's end; the
+        cache is then cropped to the tokens all prompts share). The padding of the rest sits
+        between prefix and rest, masked out, and positions follow the mask. None when nothing is
+        shared or a prompt is too long (the plain path truncates it)."""
         prefix_ids, prefix_cache = self._prefix(prefix)
-        rest = self.tokenizer([p[len(prefix) :] for p in chunk], return_tensors="pt", padding=True,
-                              add_special_tokens=False).to(self.device)  # fmt: skip
-        if prefix_ids.shape[1] + rest.input_ids.shape[1] > self.max_input_tokens:
+        full = [self.tokenizer(p).input_ids for p in chunk]
+        shared = _common_length(prefix_ids[0].tolist(), full)
+        rests = [ids[shared:] for ids in full]
+        width = max(len(r) for r in rests)
+        if shared == 0 or shared + width > self.max_input_tokens:
             return None
-        n = len(chunk)
+        pad = self.tokenizer.pad_token_id
+        rest_ids = [[pad] * (width - len(r)) + r for r in rests]
+        mask = [[1] * shared + [0] * (width - len(r)) + [1] * len(r) for r in rests]
         cache = copy.deepcopy(prefix_cache)
-        cache.batch_repeat_interleave(n)
-        ones = torch.ones(
-            n, prefix_ids.shape[1], dtype=rest.attention_mask.dtype, device=self.device
-        )
+        if shared < prefix_ids.shape[1]:
+            cache.crop(shared - prefix_ids.shape[1])  # a negative count removes that many tokens
+        cache.batch_repeat_interleave(len(chunk))
+        rest = torch.tensor(rest_ids, device=self.device)
         return {
-            "input_ids": torch.cat([prefix_ids.expand(n, -1), rest.input_ids], dim=1),
-            "attention_mask": torch.cat([ones, rest.attention_mask], dim=1),
+            "input_ids": torch.cat([prefix_ids[:, :shared].expand(len(chunk), -1), rest], dim=1),
+            "attention_mask": torch.tensor(mask, device=self.device),
             "past_key_values": cache,
         }
 
@@ -186,6 +192,18 @@ class Generator:
                 self._prefixes.pop(next(iter(self._prefixes)))
             self._prefixes[prefix] = (ids, cache)
         return self._prefixes[prefix]
+
+
+def _common_length(prefix: list[int], prompts: list[list[int]]) -> int:
+    """Tokens of `prefix` that every prompt starts with, leaving each at least one of its own."""
+    shared = len(prefix)
+    for ids in prompts:
+        same = next(
+            (i for i, (a, b) in enumerate(zip(prefix, ids, strict=False)) if a != b),
+            min(len(prefix), len(ids)),
+        )
+        shared = min(shared, same, len(ids) - 1)
+    return max(0, shared)
 
 
 class _StopWhenFinished(StoppingCriteria):

@@ -5,7 +5,7 @@ import pytest
 
 from cgr.data.records import Paragraph
 from cgr.ircot.demos import PromptBuilder, load_demonstrations
-from cgr.ircot.generator import Generator
+from cgr.ircot.generator import Generator, _common_length
 from tests.conftest import ROOT
 
 
@@ -40,3 +40,10 @@ def test_prompts_without_the_prefix_take_the_plain_path(prompts_and_prefix):
     gen = Generator(max_new_tokens=8, batch_size=2)
     gen.generate(prompts[:1] + ["Q: What is two plus two?\nA:"], prefix=prefix)
     assert gen._prefixes == {}
+
+
+def test_the_shared_length_leaves_every_prompt_a_token_of_its_own():
+    assert _common_length([1, 2, 3], [[1, 2, 3, 4], [1, 2, 3, 5, 6]]) == 3
+    assert _common_length([1, 2, 3], [[1, 2, 9, 4], [1, 2, 3, 5]]) == 2  # BPE merged at the end
+    assert _common_length([1, 2, 3], [[1, 2, 3]]) == 2
+    assert _common_length([1, 2], [[7, 8]]) == 0
