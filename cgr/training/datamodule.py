@@ -73,9 +73,8 @@ class QADataModule(pl.LightningDataModule):
         if split == "train" and self.hparams.max_train_questions:
             questions = questions[: self.hparams.max_train_questions]
         self._questions[split] = questions
-        key = pool_cache_key(
-            paths, self.retrieval, f"{split}:{len(questions)}:{self._query_fingerprint()}"
-        )
+        # keyed by content, not split name: eval of the dev file reuses the pools of validation
+        key = pool_cache_key(paths, self.retrieval, f"{len(questions)}:{self._query_fingerprint()}")
         cache = Path(self.hparams.pool_cache_dir) / f"{Path(paths[0]).stem}-{key}.jsonl"
         if cache.exists():
             log.info("evidence pools for %s from cache %s", ", ".join(paths), cache)
