@@ -38,10 +38,16 @@ class TrainingSpeed(pl.Callback):
     rank, from the end of the epoch's first batch (warm-up) to its last, validation excluded.
     Benchmarks compare it across models trained on the same data (CGR against reader-only)."""
 
-    def on_train_epoch_start(self, trainer, pl_module) -> None:
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
         self._start: float | None = None
         self._paused: float | None = None
         self._questions = 0
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        self._reset()  # a run resumed mid-epoch starts counting at its first batch (no epoch start)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         if self._start is None:
@@ -50,11 +56,11 @@ class TrainingSpeed(pl.Callback):
             self._questions += len(batch)
 
     def on_validation_start(self, trainer, pl_module) -> None:
-        if getattr(self, "_start", None) is not None:  # validation inside a training epoch
+        if self._start is not None:  # validation inside a training epoch
             self._paused = time.perf_counter()
 
     def on_validation_end(self, trainer, pl_module) -> None:
-        if getattr(self, "_paused", None) is not None:
+        if self._paused is not None:
             self._start += time.perf_counter() - self._paused
             self._paused = None
 
