@@ -40,7 +40,7 @@ class MultipleChoiceReader(nn.Module):
         enc = self.tokenizer(
             firsts,
             seconds if has_facts else None,
-            truncation="only_second" if has_facts else True,
+            truncation="longest_first",  # facts are cut first; a question longer than max_length too
             max_length=self.max_length,
             padding=True,
             return_tensors="pt",
