@@ -125,6 +125,7 @@ class Generator:
             raise ValueError(f"stop must be one of {STOPS}, got {stop!r}")
         out: list[Generation] = []
         limit = max_new_tokens or self.max_new_tokens
+        kept = {"sentence": first_sentence, "answer": until_blank_line}.get(stop, str.strip)
         shared = (
             prefix
             if prefix and self.reuse_prefix_cache and all(p.startswith(prefix) for p in prompts)
@@ -145,7 +146,6 @@ class Generator:
             for row in new:
                 tokens = [t for t in row.tolist() if t != self.tokenizer.pad_token_id]
                 text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-                kept = {"sentence": first_sentence, "answer": until_blank_line}.get(stop, str.strip)
                 out.append(Generation(kept(text), len(tokens)))
         return out
 
