@@ -168,10 +168,17 @@ class QADataModule(pl.LightningDataModule):
 
     def _loader(self, split: str, batch_size: int, shuffle: bool) -> DataLoader:
         sampler = None
-        if torch.distributed.is_available() and torch.distributed.is_initialized():
+        # the attached trainer decides, not an initialised process group: `cgr train` evaluates
+        # on rank zero with a one-device Trainer after a DDP fit, and must score every question
+        trainer = getattr(self, "trainer", None)
+        if trainer is not None and trainer.world_size > 1:
             # our own sampler: Lightning keeps it, so `shuffle: false` stays unshuffled under DDP
             sampler = DistributedSampler(
-                self.splits[split], shuffle=shuffle, seed=torch.initial_seed() % 2**31
+                self.splits[split],
+                num_replicas=trainer.world_size,
+                rank=trainer.global_rank,
+                shuffle=shuffle,
+                seed=torch.initial_seed() % 2**31,
             )
         return DataLoader(
             self.splits[split],

@@ -13,7 +13,7 @@ import torch
 
 from cgr.cli import main
 from cgr.errors import CGRError
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SAMPLE
 from tests.training.helpers import tiny_config
 
 CGR = "cgr.training.cgr_module.CGRModule"
@@ -145,6 +145,11 @@ def test_two_process_ddp_matches_one_process(tmp_path):
     one, two = step_losses(single_dir), step_losses(ddp_dir)
     assert len(one) == len(two) == 3
     assert two == pytest.approx(one, rel=2e-3, abs=2e-4)
+    # the dev evaluation after the fit runs on rank zero alone and scores every dev question
+    n_dev = sum(1 for line in (SAMPLE / "dev.jsonl").open() if line.strip())
+    for run_dir in (single_dir, ddp_dir):
+        predictions = (run_dir / "ckpt" / "predictions-dev.jsonl").read_text().splitlines()
+        assert len(predictions) == n_dev
 
 
 def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
