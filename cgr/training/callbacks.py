@@ -35,7 +35,8 @@ class RNGStateCheckpoint(pl.Callback):
 
 class TrainingSpeed(pl.Callback):
     """Logs `train/questions_per_s` at each epoch end: training questions per second on this
-    rank, from the end of the epoch's first batch (warm-up) to its last, validation excluded.
+    rank, from the end of the epoch's first batch (warm-up) to its last, validation excluded;
+    and `train/questions_per_s_all_ranks`, that times the world size (DDP ranks step together).
     Benchmarks compare it across models trained on the same data (CGR against reader-only)."""
 
     def __init__(self) -> None:
@@ -68,3 +69,5 @@ class TrainingSpeed(pl.Callback):
         if self._start is not None and self._questions:  # an epoch of one batch has no speed
             speed = self._questions / (time.perf_counter() - self._start)
             pl_module.log("train/questions_per_s", speed, rank_zero_only=True)
+            total = speed * trainer.world_size
+            pl_module.log("train/questions_per_s_all_ranks", total, rank_zero_only=True)

@@ -53,6 +53,12 @@ def test_training_speed_is_logged_once_per_epoch(cgr_run):
         if r.get("train/questions_per_s")
     ]
     assert len(speeds) == 2 and all(s > 0 for s in speeds)  # max_epochs 2
+    totals = [
+        float(r["train/questions_per_s_all_ranks"])
+        for r in metrics(cgr_run)
+        if r.get("train/questions_per_s_all_ranks")
+    ]
+    assert totals == pytest.approx(speeds)  # one process: all ranks = this rank
 
 
 def test_checkpoint_holds_the_query_encoder_and_eval_uses_it(cgr_run, tmp_path, capsys):
@@ -145,6 +151,10 @@ def test_two_process_ddp_matches_one_process(tmp_path):
     one, two = step_losses(single_dir), step_losses(ddp_dir)
     assert len(one) == len(two) == 3
     assert two == pytest.approx(one, rel=2e-3, abs=2e-4)
+    speed = next(r for r in metrics(ddp_dir) if r.get("train/questions_per_s"))
+    assert float(speed["train/questions_per_s_all_ranks"]) == pytest.approx(
+        2 * float(speed["train/questions_per_s"])
+    )
     # the dev evaluation after the fit runs on rank zero alone and scores every dev question
     n_dev = sum(1 for line in (SAMPLE / "dev.jsonl").open() if line.strip())
     for run_dir in (single_dir, ddp_dir):
