@@ -170,7 +170,7 @@ class QADataModule(pl.LightningDataModule):
         sampler = None
         # the attached trainer decides, not an initialised process group: `cgr train` evaluates
         # on rank zero with a one-device Trainer after a DDP fit, and must score every question
-        trainer = getattr(self, "trainer", None)
+        trainer = self.trainer  # None until a Trainer attaches the DataModule
         if trainer is not None and trainer.world_size > 1:
             # our own sampler: Lightning keeps it, so `shuffle: false` stays unshuffled under DDP
             sampler = DistributedSampler(

@@ -25,6 +25,11 @@ def metrics(tmp_path) -> list[dict]:
     return list(csv.DictReader(path.open()))
 
 
+def logged(tmp_path, key: str) -> list[float]:
+    """Every value a run logged under `key`, in order."""
+    return [float(r[key]) for r in metrics(tmp_path) if r.get(key)]
+
+
 @pytest.fixture(scope="module")
 def cgr_run(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("cgr")
@@ -47,17 +52,9 @@ def test_every_loss_term_is_logged(cgr_run):
 
 
 def test_training_speed_is_logged_once_per_epoch(cgr_run):
-    speeds = [
-        float(r["train/questions_per_s"])
-        for r in metrics(cgr_run)
-        if r.get("train/questions_per_s")
-    ]
+    speeds = logged(cgr_run, "train/questions_per_s")
     assert len(speeds) == 2 and all(s > 0 for s in speeds)  # max_epochs 2
-    totals = [
-        float(r["train/questions_per_s_all_ranks"])
-        for r in metrics(cgr_run)
-        if r.get("train/questions_per_s_all_ranks")
-    ]
+    totals = logged(cgr_run, "train/questions_per_s_all_ranks")
     assert totals == pytest.approx(speeds)  # one process: all ranks = this rank
 
 
@@ -130,10 +127,6 @@ def run_cli(config, *extra, timeout=900):
                           env=env, capture_output=True, text=True, timeout=timeout)  # fmt: skip
 
 
-def step_losses(tmp_path) -> list[float]:
-    return [float(r["train/loss_step"]) for r in metrics(tmp_path) if r.get("train/loss_step")]
-
-
 def test_two_process_ddp_matches_one_process(tmp_path):
     common = {"model_args": {"disable_dropout": True, "refresh_evidence_every_n_epochs": 0, "lr": 1e-4},
               "trainer_args": {"max_epochs": 1, "limit_train_batches": 3, "limit_val_batches": 1,
@@ -148,12 +141,12 @@ def test_two_process_ddp_matches_one_process(tmp_path):
     b = run_cli(ddp, "--trainer.devices=2", "--trainer.strategy=ddp")
     assert b.returncode == 0, b.stderr[-3000:]
     assert "GLOBAL_RANK: 1" in b.stdout + b.stderr  # Lightning's DDP start-up line of rank 1
-    one, two = step_losses(single_dir), step_losses(ddp_dir)
+    one, two = logged(single_dir, "train/loss_step"), logged(ddp_dir, "train/loss_step")
     assert len(one) == len(two) == 3
     assert two == pytest.approx(one, rel=2e-3, abs=2e-4)
-    speed = next(r for r in metrics(ddp_dir) if r.get("train/questions_per_s"))
-    assert float(speed["train/questions_per_s_all_ranks"]) == pytest.approx(
-        2 * float(speed["train/questions_per_s"])
+    per_rank = logged(ddp_dir, "train/questions_per_s")
+    assert logged(ddp_dir, "train/questions_per_s_all_ranks") == pytest.approx(
+        [2 * s for s in per_rank]
     )
     # the dev evaluation after the fit runs on rank zero alone and scores every dev question
     n_dev = sum(1 for line in (SAMPLE / "dev.jsonl").open() if line.strip())
