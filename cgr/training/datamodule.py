@@ -80,10 +80,9 @@ class QADataModule(pl.LightningDataModule):
             log.info("evidence pools for %s from cache %s", ", ".join(paths), cache)
             examples = load_examples(cache)
         else:
-            examples = self._retrieve(questions, split)
-            save_examples(cache, examples)
-        self._select_evidence(examples)
-        return examples
+            examples = self._on_shares(questions, lambda qs: self._retrieve(qs, split))
+            save_examples(cache, examples)  # atomic rename: ranks writing the same file is safe
+        return self._on_shares(examples, self._select_evidence)
 
     def _retrieve(self, questions: list, split: str) -> list[ReaderExample]:
         if self._hypotheses is None:
@@ -100,7 +99,7 @@ class QADataModule(pl.LightningDataModule):
             desc=f"retrieving evidence ({split})",
         )
 
-    def _select_evidence(self, examples: list[ReaderExample]) -> None:
+    def _select_evidence(self, examples: list[ReaderExample]) -> list[ReaderExample]:
         """pool -> Ê (chains on) or the pool's best facts (chains off), at most max_evidence."""
         k = self.hparams.max_evidence
         if self.chains.enabled:
@@ -110,6 +109,24 @@ class QADataModule(pl.LightningDataModule):
         else:
             for ex in examples:
                 ex.facts = [pool[:k] for pool in ex.facts]
+        return examples
+
+    def _on_shares(self, items: list, work, trainer=None) -> list:
+        """`work` on this DDP rank's share of `items` (every world-size-th one), then the shares
+        exchanged, so every rank ends with the same complete list while doing 1/world of the work
+        (retrieval and chain search; a chain search cut by its time budget could also differ
+        between ranks if each searched everything). One process: `work(items)`."""
+        trainer = trainer if trainer is not None else self.trainer
+        world = trainer.world_size if trainer is not None else 1
+        if world == 1:
+            return work(items)
+        mine = work(items[trainer.global_rank :: world])
+        shares: list = [None] * world
+        torch.distributed.all_gather_object(shares, mine)
+        merged: list = [None] * len(items)
+        for r, share in enumerate(shares):
+            merged[r::world] = share
+        return merged
 
     def use_query_encoder(self, model) -> None:
         """Retrieve with a trained query encoder (a CGR checkpoint) instead of the configured one."""
@@ -129,13 +146,10 @@ class QADataModule(pl.LightningDataModule):
     def refresh_evidence(self, query_model, trainer=None) -> None:
         """Re-retrieve pools and chains with the current query encoder (CGR, every n epochs).
 
-        Each DDP rank retrieves for its share of the questions; the shares are then exchanged,
-        so every rank ends with the same examples. The lists are updated in place, so the
-        dataloaders see the new evidence in the next epoch."""
+        Each DDP rank works on its share of the questions (see `_on_shares`). The lists are
+        updated in place, so the dataloaders see the new evidence in the next epoch."""
         if self.retrieval.method not in {"dense", "beam"}:
             return
-        rank = trainer.global_rank if trainer is not None else 0
-        world = trainer.world_size if trainer is not None else 1
         was_training = query_model.training
         query_model.eval()
         self.use_query_encoder(query_model)
@@ -143,16 +157,13 @@ class QADataModule(pl.LightningDataModule):
             with torch.no_grad():
                 for split, examples in self.splits.items():
                     questions = self._questions.get(split, [])
-                    mine = self._retrieve(questions[rank::world], f"{split}, refresh")
-                    self._select_evidence(mine)
-                    if world > 1:
-                        shares: list = [None] * world
-                        torch.distributed.all_gather_object(shares, mine)
-                        merged: list = [None] * len(questions)
-                        for r, share in enumerate(shares):
-                            merged[r::world] = share
-                        mine = merged
-                    examples[:] = mine
+                    examples[:] = self._on_shares(
+                        questions,
+                        lambda qs, s=split: self._select_evidence(
+                            self._retrieve(qs, f"{s}, refresh")
+                        ),
+                        trainer,
+                    )
         finally:
             query_model.train(was_training)
 
