@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import asdict
+from itertools import zip_longest
 from pathlib import Path
 
 import pytorch_lightning as pl
@@ -35,7 +36,8 @@ class QADataModule(pl.LightningDataModule):
             facts (padded with the best pool facts by default); `chains.enabled: false` switches
             back to the plain pool.
         max_evidence: facts per choice that the reader reads (15 for OBQA, 20 for ARC in the paper).
-        max_train_questions: use the first N training questions (benchmark budgets).
+        max_train_questions: use N training questions (benchmark budgets): the first N of one
+            file; with several train files, one from each file in turn.
     """
 
     def __init__(
@@ -69,12 +71,21 @@ class QADataModule(pl.LightningDataModule):
 
     def _examples(self, split: str, paths: str | list[str]) -> list[ReaderExample]:
         paths = [paths] if isinstance(paths, str) else list(paths)
-        questions = [q for path in paths for q in load_multiple_choice(path)]
-        if split == "train" and self.hparams.max_train_questions:
-            questions = questions[: self.hparams.max_train_questions]
+        per_file = [load_multiple_choice(path) for path in paths]
+        questions = [q for file_questions in per_file for q in file_questions]
+        budget = self.hparams.max_train_questions if split == "train" else None
+        in_turns = bool(budget) and len(per_file) > 1
+        if in_turns:
+            # a budget draws from every train file in turn, not only from the first one
+            # (ARC-Challenge trains on OBQA + ARC-Easy + ARC-Challenge)
+            turns = zip_longest(*per_file)
+            questions = [q for turn in turns for q in turn if q is not None][:budget]
+        elif budget:
+            questions = questions[:budget]
         self._questions[split] = questions
         # keyed by content, not split name: eval of the dev file reuses the pools of validation
-        key = pool_cache_key(paths, self.retrieval, f"{len(questions)}:{self._query_fingerprint()}")
+        extra = f"{len(questions)}:{self._query_fingerprint()}" + (":turns" if in_turns else "")
+        key = pool_cache_key(paths, self.retrieval, extra)
         cache = Path(self.hparams.pool_cache_dir) / f"{Path(paths[0]).stem}-{key}.jsonl"
         if cache.exists():
             log.info("evidence pools for %s from cache %s", ", ".join(paths), cache)

@@ -44,3 +44,24 @@ def test_one_process_does_all_the_work_without_a_process_group():
     merged = QADataModule()._on_shares([1, 2, 3], lambda xs: calls.append(xs) or xs[::-1])
     assert calls == [[1, 2, 3]] and merged == [3, 2, 1]
     assert not torch.distributed.is_initialized()
+
+
+def test_a_train_budget_takes_questions_from_every_train_file_in_turn(tmp_path):
+    from cgr.chains.builder import ChainConfig
+    from cgr.retrieval.factory import RetrievalConfig
+    from tests.conftest import SAMPLE
+
+    lines = (SAMPLE / "train.jsonl").read_text().splitlines()
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text("\n".join(lines[:6]) + "\n")
+    second.write_text("\n".join(lines[6:9]) + "\n")
+    dm = QADataModule(
+        train_file=[str(first), str(second)],
+        retrieval=RetrievalConfig(method="none"),
+        chains=ChainConfig(enabled=False),
+        max_train_questions=5,
+        pool_cache_dir=str(tmp_path / "pools"),
+    )
+    dm.setup("fit")
+    ids = [json.loads(line)["id"] for line in lines]
+    assert [ex.question_id for ex in dm.splits["train"]] == [ids[0], ids[6], ids[1], ids[7], ids[2]]
