@@ -72,16 +72,12 @@ class QADataModule(pl.LightningDataModule):
     def _examples(self, split: str, paths: str | list[str]) -> list[ReaderExample]:
         paths = [paths] if isinstance(paths, str) else list(paths)
         per_file = [load_multiple_choice(path) for path in paths]
-        questions = [q for file_questions in per_file for q in file_questions]
-        budget = self.hparams.max_train_questions if split == "train" else None
-        in_turns = bool(budget) and len(per_file) > 1
-        if in_turns:
-            # a budget draws from every train file in turn, not only from the first one
-            # (ARC-Challenge trains on OBQA + ARC-Easy + ARC-Challenge)
-            turns = zip_longest(*per_file)
-            questions = [q for turn in turns for q in turn if q is not None][:budget]
-        elif budget:
-            questions = questions[:budget]
+        budget = (self.hparams.max_train_questions if split == "train" else None) or None
+        # a budget draws from every train file in turn, not only from the first one
+        # (ARC-Challenge trains on OBQA + ARC-Easy + ARC-Challenge)
+        in_turns = budget is not None and len(per_file) > 1
+        order = zip_longest(*per_file) if in_turns else per_file
+        questions = [q for group in order for q in group if q is not None][:budget]
         self._questions[split] = questions
         # keyed by content, not split name: eval of the dev file reuses the pools of validation
         extra = f"{len(questions)}:{self._query_fingerprint()}" + (":turns" if in_turns else "")
