@@ -3,6 +3,8 @@
 sqlite in WAL mode lets several processes (DDP ranks, a benchmark beside training) read while
 one writes; each batch is committed as it is parsed, so a killed parse resumes where it stopped.
 A sentence that failed to parse is stored as NULL so it is not retried on every run.
+Opening is serialised by a lock file: sqlite answers "database is locked" at once, without
+waiting for its busy timeout, when two processes switch a fresh database to WAL together.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from filelock import FileLock
 from tqdm.auto import tqdm
 
 _MISSING = object()
@@ -20,12 +23,13 @@ class ParseCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=60)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS parses (backend TEXT, sentence TEXT, graph TEXT, PRIMARY KEY (backend, sentence))"
-        )
-        self.db.commit()
+        with FileLock(f"{self.path}.lock", timeout=60):
+            self.db = sqlite3.connect(self.path, timeout=60)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS parses (backend TEXT, sentence TEXT, graph TEXT, PRIMARY KEY (backend, sentence))"
+            )
+            self.db.commit()
 
     def get_many(self, backend: str, sentences: list[str]) -> dict[str, str | None]:
         found: dict[str, str | None] = {}

@@ -1,3 +1,4 @@
+import multiprocessing
 import sqlite3
 
 from cgr.amr.cache import ParseCache
@@ -54,3 +55,32 @@ def test_a_second_process_reads_while_the_first_holds_the_cache(tmp_path):
     reader = sqlite3.connect(path)
     assert reader.execute("SELECT graph FROM parses").fetchall() == [("(x / cat)",)]
     assert ParseCache(path).get_many("b", ["cat"]) == {"cat": "(x / cat)"}
+
+
+def _open_and_store(path, barrier, results, name):
+    try:
+        barrier.wait()
+        ParseCache(path).put_many("b", {name: "(x / y)"})
+        results.put("ok")
+    except Exception as error:  # reported to the parent, which names it
+        results.put(repr(error))
+
+
+def test_processes_opening_a_fresh_cache_together_all_succeed(tmp_path):
+    # DDP ranks open the cache at the same moment; unserialised, about one such start in
+    # thirteen failed with "database is locked" (sqlite does not wait when switching to WAL).
+    context = multiprocessing.get_context("fork")
+    for trial in range(80):
+        path = tmp_path / f"amr{trial}.sqlite"
+        barrier, results = context.Barrier(4), context.Queue()
+        workers = [
+            context.Process(target=_open_and_store, args=(path, barrier, results, f"s{rank}"))
+            for rank in range(4)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert sorted(results.get() for _ in workers) == ["ok"] * 4, f"trial {trial}"
+        stored = sqlite3.connect(path).execute("SELECT COUNT(*) FROM parses").fetchone()[0]
+        assert stored == 4
