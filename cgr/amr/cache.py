@@ -16,8 +16,6 @@ from pathlib import Path
 from filelock import FileLock
 from tqdm.auto import tqdm
 
-_MISSING = object()
-
 
 class ParseCache:
     def __init__(self, path: str | Path):
