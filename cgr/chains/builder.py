@@ -42,7 +42,10 @@ class ChainBuilder:
         self.counters: Counter[str] = Counter()
         self.search_seconds: list[float] = []
 
-    def attach(self, examples: list[ReaderExample], max_evidence: int) -> None:
+    def attach(self, examples: list[ReaderExample], max_evidence: int | None) -> None:
+        """Sets each example's chains and its facts to Ê (chain facts first, in pool order,
+        padded with the other pool facts when `pad_evidence`), cut at `max_evidence` (None:
+        uncut; cgr.evidence.selection orders and cuts afterwards)."""
         sentences = sorted(
             {h for ex in examples for h in ex.hypotheses}
             | {f.text for ex in examples for pool in ex.facts for f in pool}
@@ -58,7 +61,7 @@ class ChainBuilder:
         log.info("chains: %s", dict(self.counters))
 
     def _attach_one(
-        self, ex: ReaderExample, concepts: dict[str, AMRConcepts], max_evidence: int
+        self, ex: ReaderExample, concepts: dict[str, AMRConcepts], max_evidence: int | None
     ) -> None:
         hyps = [concepts[h] for h in ex.hypotheses]
         q_nodes = question_concepts(hyps)

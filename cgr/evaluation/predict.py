@@ -14,6 +14,7 @@ import torch
 from cgr.amr.parsers import AMRConfig
 from cgr.chains.builder import ChainConfig
 from cgr.errors import ConfigError
+from cgr.evidence.selection import EvidenceConfig
 from cgr.retrieval.factory import RetrievalConfig
 from cgr.training.datamodule import QADataModule
 from cgr.training.module import ReaderModule
@@ -35,9 +36,11 @@ def _datamodule_from_checkpoint(
     chains = ChainConfig(**chain_settings)
     if overrides.pop("no_chains", False):
         chains.enabled = False
+    # checkpoints written before data.evidence existed read the pool in retrieval order
+    evidence = EvidenceConfig(**(hparams.pop("evidence", None) or {"order": "retrieval"}))
     hparams.update({k: v for k, v in overrides.items() if v is not None})
     hparams["predict_file"] = data_file or hparams.get("dev_file")
-    return QADataModule(retrieval=retrieval, chains=chains, **hparams)
+    return QADataModule(retrieval=retrieval, chains=chains, evidence=evidence, **hparams)
 
 
 def module_class(checkpoint: dict):

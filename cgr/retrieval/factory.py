@@ -16,12 +16,13 @@ from cgr.retrieval.sparse import BM25Retriever, TfidfRetriever
 
 log = logging.getLogger(__name__)
 
-METHODS = ("none", "bm25", "tfidf", "dense", "beam")
+METHODS = ("none", "bm25", "tfidf", "dense", "beam", "gold")
 
 
 @dataclass
 class RetrievalConfig:
-    """How evidence facts are found. `dense` is `beam` with one step."""
+    """How evidence facts are found. `dense` is `beam` with one step; `gold` is the oracle: every
+    choice reads the question's gold facts (OBQA's `fact1`), the ceiling evidence can give."""
 
     method: str = "beam"
     corpus: list[str] = field(default_factory=lambda: ["data/sample/facts.txt"])
@@ -53,7 +54,7 @@ def _dense_source(
 
 
 def build_retriever(cfg: RetrievalConfig, device: str | None = None) -> Retriever | None:
-    if cfg.method == "none":
+    if cfg.method in {"none", "gold"}:
         return None
     corpus = Corpus.from_files(cfg.corpus)
     log.info("corpus: %d facts from %s", len(corpus), ", ".join(cfg.corpus))

@@ -15,6 +15,8 @@ from torch.utils.data import DataLoader, DistributedSampler
 from cgr.chains.builder import ChainBuilder, ChainConfig
 from cgr.data.hypothesis import HypothesisGenerator
 from cgr.data.loaders import load_multiple_choice
+from cgr.errors import ConfigError
+from cgr.evidence.selection import EvidenceConfig, select_evidence
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.factory import RetrievalConfig, build_retriever
 from cgr.training.pools import build_examples, load_examples, pool_cache_key, save_examples
@@ -35,7 +37,9 @@ class QADataModule(pl.LightningDataModule):
         chains: reasoning chains over the pool (see ChainConfig); the reader reads Ê, the chain
             facts (padded with the best pool facts by default); `chains.enabled: false` switches
             back to the plain pool.
-        max_evidence: facts per choice that the reader reads (15 for OBQA, 20 for ARC in the paper).
+        evidence: how each choice's facts are ordered and de-duplicated (see EvidenceConfig).
+        max_evidence: facts per choice offered to the reader (15 for OBQA, 20 for ARC in the
+            paper); the reader reads them whole, best first, while they fit in its max_length.
         max_train_questions: use N training questions (benchmark budgets): the first N of one
             file; with several train files, one from each file in turn.
     """
@@ -47,6 +51,7 @@ class QADataModule(pl.LightningDataModule):
         predict_file: str | None = None,
         retrieval: RetrievalConfig | None = None,
         chains: ChainConfig | None = None,
+        evidence: EvidenceConfig | None = None,
         max_evidence: int = 15,
         batch_size: int = 8,
         eval_batch_size: int = 16,
@@ -59,10 +64,15 @@ class QADataModule(pl.LightningDataModule):
         super().__init__()
         self.retrieval = retrieval or RetrievalConfig()
         self.chains = chains or ChainConfig()
-        self.save_hyperparameters(ignore=["retrieval", "chains"])
+        self.evidence = evidence or EvidenceConfig()
+        if max_evidence < 1:
+            raise ConfigError(f"data.max_evidence must be >= 1, not {max_evidence}")
+        self.save_hyperparameters(ignore=["retrieval", "chains", "evidence"])
         self.hparams["retrieval"] = asdict(self.retrieval)
         self.hparams["chains"] = asdict(self.chains)
+        self.hparams["evidence"] = asdict(self.evidence)
         self._retriever = None
+        self._relevance = None
         self.chain_builder: ChainBuilder | None = None
         self._query_model = None  # a trained query encoder (CGR) replacing the configured one
         self._hypotheses = None
@@ -94,7 +104,7 @@ class QADataModule(pl.LightningDataModule):
     def _retrieve(self, questions: list, split: str) -> list[ReaderExample]:
         if self._hypotheses is None:
             self._hypotheses = HypothesisGenerator()
-        if self._retriever is None and self.retrieval.method != "none":
+        if self._retriever is None and self.retrieval.method not in {"none", "gold"}:
             self._retriever = build_retriever(self.retrieval)
             if self._query_model is not None and hasattr(self._retriever, "encoder"):
                 self._retriever.encoder.model = self._query_model
@@ -104,19 +114,33 @@ class QADataModule(pl.LightningDataModule):
             self._hypotheses,
             self.hparams.retrieval_batch_size,
             desc=f"retrieving evidence ({split})",
+            gold=self.retrieval.method == "gold",
         )
 
     def _select_evidence(self, examples: list[ReaderExample]) -> list[ReaderExample]:
-        """pool -> Ê (chains on) or the pool's best facts (chains off), at most max_evidence."""
-        k = self.hparams.max_evidence
+        """pool -> Ê (chains on, padded with pool facts by default) or the pool (chains off) ->
+        at most max_evidence facts per choice, ordered and de-duplicated (data.evidence)."""
         if self.chains.enabled:
             if self.chain_builder is None:
                 self.chain_builder = ChainBuilder(self.chains)
-            self.chain_builder.attach(examples, k)
-        else:
-            for ex in examples:
-                ex.facts = [pool[:k] for pool in ex.facts]
+            self.chain_builder.attach(examples, None)
+        relevance = None
+        if self.evidence.order == "hypothesis" and any(p for ex in examples for p in ex.facts):
+            relevance = self._relevance_scorer()
+        select_evidence(examples, self.evidence, self.hparams.max_evidence, relevance)
         return examples
+
+    def _relevance_scorer(self):
+        if self._relevance is None:
+            from cgr.data.corpus import Corpus
+            from cgr.evidence.relevance import HypothesisRelevance
+            from cgr.retrieval.encoders import TextEncoder
+
+            cfg = self.retrieval
+            encoder = TextEncoder(cfg.encoder, cfg.encode_batch_size, cfg.max_query_length)
+            corpus = Corpus.from_files(cfg.corpus) if cfg.corpus else None
+            self._relevance = HypothesisRelevance(encoder, corpus, cfg.cache_dir)
+        return self._relevance
 
     def _on_shares(self, items: list, work, trainer=None) -> list:
         """`work` on this DDP rank's share of `items` (every world-size-th one), then the shares

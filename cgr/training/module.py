@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytorch_lightning as pl
 import torch
 from torch.nn import functional as F
@@ -51,11 +53,15 @@ class ReaderModule(pl.LightningModule):
         self._labelled_step(batch, "val")
 
     def predict_step(self, batch, batch_idx):
-        logits = self(batch)
-        return [
-            (ex, row[: len(ex.choices)].float().cpu().tolist())
-            for ex, row in zip(batch, logits, strict=True)
-        ]
+        """(example, scores) per question; the example keeps, per choice, only the facts that
+        fit in max_length: the facts the reader read, which the predictions export."""
+        encoded = self.reader.encode(batch, self.device)
+        logits = self.reader(encoded)
+        out = []
+        for ex, row, read in zip(batch, logits, encoded["facts_read"], strict=True):
+            facts = [[pool[i] for i in kept] for pool, kept in zip(ex.facts, read, strict=False)]
+            out.append((replace(ex, facts=facts), row[: len(ex.choices)].float().cpu().tolist()))
+        return out
 
     def parameter_groups(self) -> list[dict]:
         """AdamW groups: the reader's weights with and without decay (subclasses add theirs)."""

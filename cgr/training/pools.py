@@ -17,7 +17,8 @@ from tqdm.auto import tqdm
 
 from cgr.data.hypothesis import HypothesisGenerator
 from cgr.data.loaders import require_file
-from cgr.data.records import Question
+from cgr.data.records import Question, fact_id
+from cgr.errors import ConfigError
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.base import RetrievedFact, Retriever
 from cgr.retrieval.factory import RetrievalConfig
@@ -51,12 +52,16 @@ def build_examples(
     hypotheses: HypothesisGenerator,
     batch_size: int = 64,
     desc: str = "retrieving",
+    gold: bool = False,
 ) -> list[ReaderExample]:
-    """records -> hypotheses -> pools: the first three stages of the data flow."""
+    """records -> hypotheses -> pools: the first three stages of the data flow. `gold`: every
+    choice's pool is its question's gold facts (the oracle row of benchmarks/evidence.py)."""
     all_hyps = hypotheses.generate_many([(q.stem, [c.text for c in q.choices]) for q in questions])
     flat = [h for hyps in all_hyps for h in hyps]
     pools: list[list[RetrievedFact]] = [[] for _ in flat]
-    if retriever is not None:
+    if gold:
+        pools = [gold_pool(q) for q, hyps in zip(questions, all_hyps, strict=True) for _ in hyps]
+    elif retriever is not None:
         for start in tqdm(range(0, len(flat), batch_size), desc=desc, unit="batch"):
             pools[start : start + batch_size] = retriever.retrieve(flat[start : start + batch_size])
     examples, cursor = [], 0
@@ -75,6 +80,15 @@ def build_examples(
         )
         cursor += len(hyps)
     return examples
+
+
+def gold_pool(question: Question) -> list[RetrievedFact]:
+    if not question.gold_facts:
+        raise ConfigError(
+            f"{question.source}: question {question.id} has no gold facts; retrieval.method gold "
+            "needs them (OpenBookQA's Additional/*_complete.jsonl carry fact1)"
+        )
+    return [RetrievedFact(fact_id(text), text, 1.0, 1, "gold") for text in question.gold_facts]
 
 
 def save_examples(path: Path, examples: list[ReaderExample]) -> None:

@@ -23,7 +23,7 @@ def test_input_is_question_sep_answer_sep_facts(reader):
     ids = enc["input_ids"][0, 2][enc["attention_mask"][0, 2].bool()]
     text = reader.tokenizer.decode(ids)
     assert text.startswith(
-        "[CLS] what is hot? [SEP] thing 2 [SEP] fact 0 about choice 2 fact 1 about choice 2"
+        "[CLS] what is hot? [SEP] thing 2 [SEP] fact 0 about choice 2. fact 1 about choice 2."
     )
 
 
@@ -37,12 +37,28 @@ def test_mixed_choice_counts_are_padded_and_masked(reader):
     assert (logits[0, 3:] < -1e30).all() and logits[0].argmax() < 3
 
 
-def test_long_evidence_is_truncated_to_max_length(reader):
+def test_long_evidence_keeps_whole_facts_within_max_length(reader):
     ex = example(2, n_facts=30)
     enc = reader.encode([ex])
-    assert enc["input_ids"].shape[-1] == 48
-    text = reader.tokenizer.decode(enc["input_ids"][0, 0])
-    assert "thing 0" in text  # the question and answer survive; only facts are cut
+    assert enc["input_ids"].shape[-1] <= 48
+    ids = enc["input_ids"][0, 0][enc["attention_mask"][0, 0].bool()]
+    text = reader.tokenizer.decode(ids)
+    assert "thing 0 [SEP]" in text  # the question and answer survive
+    read = len(enc["facts_read"][0][0])
+    assert 0 < read < 30 and enc["facts_read"][0][0] == list(range(read))
+    # the facts read are whole and in order; the next one is absent, not cut
+    expected = " ".join(f"fact {i} about choice 0." for i in range(read))
+    assert text.endswith(expected + " [SEP]")
+    assert f"fact {read} " not in text
+
+
+def test_long_question_loses_its_start_not_the_choice(reader):
+    ex = example(2, n_facts=3)
+    ex.question = " ".join(f"word{i}" for i in range(60)) + " which thing is hot?"
+    enc = reader.encode([ex])
+    text = reader.tokenizer.decode(enc["input_ids"][0, 1][enc["attention_mask"][0, 1].bool()])
+    assert "which thing is hot? [SEP] thing 1 [SEP] fact 0 about choice 1." in text
+    assert "word0 " not in text and enc["facts_read"][0][1][0] == 0
 
 
 def test_no_facts_reads_question_and_answer_only(reader):

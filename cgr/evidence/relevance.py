@@ -1,0 +1,49 @@
+"""Relevance of a pool fact to one answer choice: cosine(hypothesis, fact) under the evidence
+encoder. Why: a beam pool mixes scores of different queries (step 1: the hypothesis; step 2:
+hypothesis + a first fact), so retrieval scores do not rank facts by what they say about the
+choice. Corpus facts reuse the cached corpus vectors; other texts are encoded once and kept."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cgr.data.corpus import Corpus
+from cgr.retrieval.base import RetrievedFact
+from cgr.retrieval.embedding_cache import EmbeddingCache, cache_folder
+from cgr.retrieval.encoders import TextEncoder
+
+
+class HypothesisRelevance:
+    def __init__(self, encoder: TextEncoder, corpus: Corpus | None = None, cache_dir: str = ""):
+        self.encoder = encoder
+        self._vectors: dict[str, np.ndarray] = {}
+        self._corpus, self._corpus_vectors = corpus, None
+        if corpus is not None:
+            folder = cache_folder(cache_dir, encoder.model_name, corpus)
+            self._corpus_vectors = EmbeddingCache(folder, encoder.model_name, corpus).load_or_build(
+                encoder
+            )
+
+    def _fact_vectors(self, facts: list[RetrievedFact]) -> np.ndarray:
+        missing = []
+        for f in facts:
+            if f.fact_id in self._vectors:
+                continue
+            if self._corpus is not None and f.fact_id in self._corpus._position:
+                self._vectors[f.fact_id] = self._corpus_vectors[self._corpus.position(f.fact_id)]
+            else:
+                missing.append(f)
+        if missing:
+            encoded = self.encoder.encode([f.text for f in missing])
+            self._vectors.update({f.fact_id: v for f, v in zip(missing, encoded, strict=True)})
+        return np.stack([self._vectors[f.fact_id] for f in facts])
+
+    def scores(self, hypotheses: list[str], pools: list[list[RetrievedFact]]) -> list[list[float]]:
+        """Per hypothesis, the cosine of each of its pool's facts (same order)."""
+        if not hypotheses:
+            return []
+        queries = self.encoder.encode(hypotheses)
+        out = []
+        for q, pool in zip(queries, pools, strict=True):
+            out.append((self._fact_vectors(pool) @ q).tolist() if pool else [])
+        return out

@@ -1,0 +1,86 @@
+"""The facts each choice offers the reader, best first (the reader then reads whole facts while
+they fit in max_length; see cgr.reader.packing).
+
+`order`: `retrieval` keeps the pool's order (retrieval score; chain facts first when chains are
+on); `hypothesis` ranks by cosine(hypothesis, fact) (cgr.evidence.relevance), chain facts still
+first. `shared_facts`: `keep`, or `drop` the facts offered to every choice of a question (they
+cannot tell choices apart, and they take the room of facts that can). Near-duplicates (same words
+after lower-casing and removing punctuation) are always read once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cgr.errors import ConfigError
+from cgr.reader.examples import ReaderExample
+from cgr.retrieval.base import RetrievedFact
+
+ORDERS = ("retrieval", "hypothesis")
+SHARED = ("keep", "drop")
+_NON_WORD = re.compile(r"[^a-z0-9]+")
+
+
+@dataclass
+class EvidenceConfig:
+    """`data.evidence`."""
+
+    order: str = "hypothesis"
+    shared_facts: str = "keep"
+
+    def __post_init__(self) -> None:
+        if self.order not in ORDERS:
+            raise ConfigError(f"data.evidence.order must be one of {ORDERS}, not {self.order!r}")
+        if self.shared_facts not in SHARED:
+            raise ConfigError(
+                f"data.evidence.shared_facts must be one of {SHARED}, not {self.shared_facts!r}"
+            )
+
+
+def _text_key(text: str) -> str:
+    return _NON_WORD.sub(" ", text.lower()).strip()
+
+
+def _dedupe(facts: list[RetrievedFact]) -> list[RetrievedFact]:
+    seen, out = set(), []
+    for f in facts:
+        key = _text_key(f.text)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+def _chain_texts(ex: ReaderExample, choice: int) -> set[str]:
+    if not ex.chains or choice >= len(ex.chains):
+        return set()
+    return {t for c in ex.chains[choice] for t in c.get("texts", [])}
+
+
+def select_evidence(
+    examples: list[ReaderExample], cfg: EvidenceConfig, max_evidence: int, relevance=None
+) -> None:
+    """In place: each example's `facts[c]` becomes the at most `max_evidence` facts offered to
+    choice c, best first. `relevance` (HypothesisRelevance) is needed for `order: hypothesis`."""
+    rerank = cfg.order == "hypothesis" and any(p for ex in examples for p in ex.facts)
+    if rerank:
+        if relevance is None:
+            raise ConfigError("data.evidence.order hypothesis needs a relevance scorer")
+        hyps = [h for ex in examples for h in ex.hypotheses]
+        pools = [pool for ex in examples for pool in ex.facts]
+        scores = iter(relevance.scores(hyps, pools))
+    for ex in examples:
+        ranked = []
+        for c, pool in enumerate(ex.facts):
+            in_chain = _chain_texts(ex, c)
+            if rerank:
+                sims = next(scores)
+                keys = {id(f): s for f, s in zip(pool, sims, strict=True)}
+                pool = sorted(pool, key=lambda f: (f.text not in in_chain, -keys[id(f)]))
+            ranked.append(_dedupe(pool))
+        if cfg.shared_facts == "drop" and len(ranked) > 1:
+            tops = [{_text_key(f.text) for f in r[:max_evidence]} for r in ranked]
+            shared = set.intersection(*tops)
+            ranked = [[f for f in r if _text_key(f.text) not in shared] for r in ranked]
+        ex.facts = [r[:max_evidence] for r in ranked]

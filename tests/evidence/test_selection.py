@@ -1,0 +1,80 @@
+import pytest
+
+from cgr.data.records import Choice, Question
+from cgr.errors import ConfigError
+from cgr.evidence.relevance import HypothesisRelevance
+from cgr.evidence.selection import EvidenceConfig, select_evidence
+from cgr.reader.examples import ReaderExample
+from cgr.retrieval.base import RetrievedFact
+from cgr.retrieval.encoders import TextEncoder
+from cgr.training.pools import gold_pool
+
+
+def fact(text, score=0.5):
+    return RetrievedFact(text[:8], text, score)
+
+
+def example(pools, chains=None):
+    n = len(pools)
+    return ReaderExample("q", "What melts ice?", list("ABCD"[:n]), ["salt", "sand"][:n],
+                         ["Salt melts ice.", "Sand melts ice."][:n], pools, 0, chains or [])  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def relevance():
+    return HypothesisRelevance(TextEncoder("minilm"))
+
+
+def test_hypothesis_order_puts_the_fact_about_the_choice_first(relevance):
+    pool = [
+        fact("the moon orbits the earth", 0.9),
+        fact("salt lowers the melting point of ice", 0.1),
+    ]
+    ex = example([list(pool)])
+    select_evidence([ex], EvidenceConfig(order="hypothesis"), 5, relevance)
+    assert ex.facts[0][0].text.startswith("salt lowers")
+    kept = example([list(pool)])
+    select_evidence([kept], EvidenceConfig(order="retrieval"), 5)
+    assert kept.facts[0][0].text.startswith("the moon")
+
+
+def test_chain_facts_stay_first_under_hypothesis_order(relevance):
+    pool = [fact("salt lowers the melting point of ice"), fact("oceans are salty water")]
+    ex = example([pool], chains=[[{"texts": ["oceans are salty water"]}]])
+    select_evidence([ex], EvidenceConfig(order="hypothesis"), 5, relevance)
+    assert [f.text for f in ex.facts[0]][0] == "oceans are salty water"
+
+
+def test_near_duplicates_are_read_once_and_max_evidence_cuts():
+    pool = [fact("Salt melts ice."), fact("salt melts ice"), fact("a"), fact("b"), fact("c")]
+    ex = example([pool])
+    select_evidence([ex], EvidenceConfig(order="retrieval"), 3)
+    assert [f.text for f in ex.facts[0]] == ["Salt melts ice.", "a", "b"]
+
+
+def test_shared_facts_can_be_dropped():
+    shared = fact("ice is frozen water")
+    ex = example([[shared, fact("salt is a mineral")], [shared, fact("sand is made of rock")]])
+    keep = example([list(p) for p in ex.facts])
+    select_evidence([ex], EvidenceConfig(order="retrieval", shared_facts="drop"), 5)
+    assert [[f.text for f in p] for p in ex.facts] == [
+        ["salt is a mineral"],
+        ["sand is made of rock"],
+    ]
+    select_evidence([keep], EvidenceConfig(order="retrieval"), 5)
+    assert keep.facts[0][0] is shared
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ConfigError, match="order"):
+        EvidenceConfig(order="random")
+    with pytest.raises(ConfigError, match="shared_facts"):
+        EvidenceConfig(shared_facts="dropp")
+
+
+def test_gold_pool_needs_gold_facts():
+    q = Question("7-1", "What melts ice?", [Choice("A", "salt")], 0, ["salt melts ice"], "x.jsonl")
+    assert [f.text for f in gold_pool(q)] == ["salt melts ice"]
+    q.gold_facts = []
+    with pytest.raises(ConfigError, match="x.jsonl: question 7-1 has no gold facts"):
+        gold_pool(q)
