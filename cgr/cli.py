@@ -44,9 +44,7 @@ def train(argv: list[str]) -> int:
         or cli.trainer.checkpoint_callback.last_model_path
     )
     print(f"best checkpoint: {best}")
-    accuracy, out = evaluate(best)
-    print(f"predictions: {out}")
-    print(f"accuracy: {accuracy:.4f}")
+    print("\n".join(evaluate(best).report()))
     return 0
 
 
@@ -78,13 +76,12 @@ def evaluate_command(argv: list[str]) -> int:
     )
     parser.add_argument("--no-chains", action="store_true", help="read the plain pool, not Ê")
     args = parser.parse_args(argv)
-    accuracy, out = evaluate(
+    result = evaluate(
         args.checkpoint, args.data, args.out, args.batch_size, args.export_dir, args.no_chains
     )
     if args.export_dir:
         print(f"chains: {args.export_dir}/chains.jsonl, {args.export_dir}/chains.html")
-    print(f"predictions: {out}")
-    print(f"accuracy: {accuracy:.4f}")
+    print("\n".join(result.report()))
     return 0
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytorch_lightning as pl
@@ -85,6 +87,49 @@ def prediction_record(example, scores: list[float]) -> dict:
     }
 
 
+@dataclass
+class EvalResult:
+    accuracy: float  # nan for a file without answer keys
+    predictions: Path
+    positions: dict[str, float]  # share of predictions per answer position
+
+    def report(self) -> list[str]:
+        """The lines `cgr eval` and `cgr train` print; `accuracy:` is the last."""
+        return [
+            f"predictions: {self.predictions}",
+            *describe_distribution(self.positions),
+            f"accuracy: {self.accuracy:.4f}",
+        ]
+
+
+def position_distribution(records: list[dict]) -> dict[str, float]:
+    """Share of predictions at each answer position, named by its usual label ("A" or "1").
+
+    A reader that collapsed to one position (the ARC-Challenge symptom of issue 15) shows here
+    at once; accuracy alone hides it when the position happens to be a frequent answer."""
+    counts: Counter[int] = Counter()
+    names: dict[int, Counter[str]] = {}
+    for r in records:
+        labels = [c["label"] for c in r["choices"]]
+        pos = labels.index(r["predicted"])
+        counts[pos] += 1
+        names.setdefault(pos, Counter())[labels[pos]] += 1
+    total = sum(counts.values()) or 1
+    return {names[p].most_common(1)[0][0]: counts[p] / total for p in sorted(counts)}
+
+
+def describe_distribution(shares: dict[str, float]) -> list[str]:
+    """Printed lines: the distribution, and a warning when one position takes over half."""
+    lines = ["predicted positions: " + ", ".join(f"{k} {100 * v:.1f} %" for k, v in shares.items())]
+    top, share = max(shares.items(), key=lambda kv: kv[1], default=("", 0.0))
+    if share > 0.5:
+        lines.append(
+            f"warning: {100 * share:.1f} % of predictions are position {top}: the reader may "
+            "have collapsed to one answer position (see README, Evaluating)"
+        )
+    return lines
+
+
 def evaluate(
     checkpoint_path: str,
     data_file: str | None = None,
@@ -92,7 +137,7 @@ def evaluate(
     batch_size: int | None = None,
     export_dir: str | None = None,
     no_chains: bool = False,
-) -> tuple[float, Path]:
+) -> EvalResult:
     if not Path(checkpoint_path).is_file():
         raise ConfigError(f"checkpoint not found: {checkpoint_path}")
     checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
@@ -127,4 +172,6 @@ def evaluate(
         from cgr.chains.export import write_exports
 
         write_exports(records, Path(export_dir))
-    return (correct / labelled if labelled else math.nan), out
+    return EvalResult(
+        correct / labelled if labelled else math.nan, out, position_distribution(records)
+    )

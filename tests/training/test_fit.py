@@ -111,6 +111,5 @@ def test_no_chains_switch_reads_the_plain_pool(trained, capsys, tmp_path):
     assert main(args) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert all(ch["chains"] == [] for r in rows for ch in r["choices"])
-    assert all(
-        len(ch["facts"]) == 4 for r in rows for ch in r["choices"]
-    )  # max_evidence of the pool
+    # the facts read: at most max_evidence (4) of the pool, whole, as many as fit in max_length
+    assert all(1 <= len(ch["facts"]) <= 4 for r in rows for ch in r["choices"])
