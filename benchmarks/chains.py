@@ -39,7 +39,7 @@ def pools(config: dict, question_file: str | list[str], split: str = "dev"):
     data = config["data"]
     dm = QADataModule(train_file=question_file, dev_file=question_file, retrieval=RetrievalConfig(**data["retrieval"]),
                       chains=ChainConfig(enabled=False), max_evidence=10_000)  # fmt: skip
-    return dm._examples(split, question_file)
+    return dm.load_pools(split, question_file)
 
 
 def with_chains(examples, chain_cfg: ChainConfig, max_evidence: int):

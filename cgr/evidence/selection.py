@@ -38,14 +38,14 @@ class EvidenceConfig:
             )
 
 
-def _text_key(text: str) -> str:
+def text_key(text: str) -> str:
     return _NON_WORD.sub(" ", text.lower()).strip()
 
 
 def _dedupe(facts: list[RetrievedFact]) -> list[RetrievedFact]:
     seen, out = set(), []
     for f in facts:
-        key = _text_key(f.text)
+        key = text_key(f.text)
         if key not in seen:
             seen.add(key)
             out.append(f)
@@ -80,7 +80,7 @@ def select_evidence(
                 pool = sorted(pool, key=lambda f: (f.text not in in_chain, -keys[id(f)]))
             ranked.append(_dedupe(pool))
         if cfg.shared_facts == "drop" and len(ranked) > 1:
-            tops = [{_text_key(f.text) for f in r[:max_evidence]} for r in ranked]
+            tops = [{text_key(f.text) for f in r[:max_evidence]} for r in ranked]
             shared = set.intersection(*tops)
-            ranked = [[f for f in r if _text_key(f.text) not in shared] for r in ranked]
+            ranked = [[f for f in r if text_key(f.text) not in shared] for r in ranked]
         ex.facts = [r[:max_evidence] for r in ranked]

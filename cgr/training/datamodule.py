@@ -13,6 +13,7 @@ import torch
 from torch.utils.data import DataLoader, DistributedSampler
 
 from cgr.chains.builder import ChainBuilder, ChainConfig
+from cgr.data.gold import attach_gold_facts
 from cgr.data.hypothesis import HypothesisGenerator
 from cgr.data.loaders import load_multiple_choice
 from cgr.errors import ConfigError
@@ -40,6 +41,8 @@ class QADataModule(pl.LightningDataModule):
         evidence: how each choice's facts are ordered and de-duplicated (see EvidenceConfig).
         max_evidence: facts per choice offered to the reader (15 for OBQA, 20 for ARC in the
             paper); the reader reads them whole, best first, while they fit in its max_length.
+        gold_facts_files: WorldTree explanations (tsv) whose facts become the gold facts of the
+            questions with their ids (ARC; OBQA's fact1 is read from the question file).
         max_train_questions: use N training questions (benchmark budgets): the first N of one
             file; with several train files, one from each file in turn.
     """
@@ -57,6 +60,7 @@ class QADataModule(pl.LightningDataModule):
         eval_batch_size: int = 16,
         num_workers: int = 0,
         max_train_questions: int | None = None,
+        gold_facts_files: list[str] | None = None,
         pool_cache_dir: str = ".cache/cgr/pools",
         retrieval_batch_size: int = 64,
         shuffle: bool = True,
@@ -80,6 +84,11 @@ class QADataModule(pl.LightningDataModule):
         self.splits: dict[str, list[ReaderExample]] = {}
 
     def _examples(self, split: str, paths: str | list[str]) -> list[ReaderExample]:
+        return self._on_shares(self.load_pools(split, paths), self.select)
+
+    def load_pools(self, split: str, paths: str | list[str]) -> list[ReaderExample]:
+        """records -> hypotheses -> evidence pools (cached on disk) for the questions of
+        `paths`, before chains and selection; `split` "train" applies the question budget."""
         paths = [paths] if isinstance(paths, str) else list(paths)
         per_file = [load_multiple_choice(path) for path in paths]
         budget = (self.hparams.max_train_questions if split == "train" else None) or None
@@ -88,18 +97,21 @@ class QADataModule(pl.LightningDataModule):
         in_turns = budget is not None and len(per_file) > 1
         order = zip_longest(*per_file) if in_turns else per_file
         questions = [q for group in order for q in group if q is not None][:budget]
+        gold_files = list(self.hparams.gold_facts_files or [])
+        if gold_files:
+            hit = attach_gold_facts(questions, gold_files)
+            log.info("gold facts for %d of %d %s questions", hit, len(questions), split)
         self._questions[split] = questions
         # keyed by content, not split name: eval of the dev file reuses the pools of validation
         extra = f"{len(questions)}:{self._query_fingerprint()}" + (":turns" if in_turns else "")
-        key = pool_cache_key(paths, self.retrieval, extra)
+        key = pool_cache_key(paths + gold_files, self.retrieval, extra)
         cache = Path(self.hparams.pool_cache_dir) / f"{Path(paths[0]).stem}-{key}.jsonl"
         if cache.exists():
             log.info("evidence pools for %s from cache %s", ", ".join(paths), cache)
-            examples = load_examples(cache)
-        else:
-            examples = self._on_shares(questions, lambda qs: self._retrieve(qs, split))
-            save_examples(cache, examples)  # atomic rename: ranks writing the same file is safe
-        return self._on_shares(examples, self._select_evidence)
+            return load_examples(cache)
+        examples = self._on_shares(questions, lambda qs: self._retrieve(qs, split))
+        save_examples(cache, examples)  # atomic rename: ranks writing the same file is safe
+        return examples
 
     def _retrieve(self, questions: list, split: str) -> list[ReaderExample]:
         if self._hypotheses is None:
@@ -117,7 +129,7 @@ class QADataModule(pl.LightningDataModule):
             gold=self.retrieval.method == "gold",
         )
 
-    def _select_evidence(self, examples: list[ReaderExample]) -> list[ReaderExample]:
+    def select(self, examples: list[ReaderExample]) -> list[ReaderExample]:
         """pool -> Ê (chains on, padded with pool facts by default) or the pool (chains off) ->
         at most max_evidence facts per choice, ordered and de-duplicated (data.evidence)."""
         if self.chains.enabled:
@@ -190,9 +202,7 @@ class QADataModule(pl.LightningDataModule):
                     questions = self._questions.get(split, [])
                     examples[:] = self._on_shares(
                         questions,
-                        lambda qs, s=split: self._select_evidence(
-                            self._retrieve(qs, f"{s}, refresh")
-                        ),
+                        lambda qs, s=split: self.select(self._retrieve(qs, f"{s}, refresh")),
                         trainer,
                     )
         finally:

@@ -60,7 +60,7 @@ def build_examples(
     flat = [h for hyps in all_hyps for h in hyps]
     pools: list[list[RetrievedFact]] = [[] for _ in flat]
     if gold:
-        pools = [gold_pool(q) for q, hyps in zip(questions, all_hyps, strict=True) for _ in hyps]
+        pools = gold_pools(questions, all_hyps)
     elif retriever is not None:
         for start in tqdm(range(0, len(flat), batch_size), desc=desc, unit="batch"):
             pools[start : start + batch_size] = retriever.retrieve(flat[start : start + batch_size])
@@ -82,13 +82,26 @@ def build_examples(
     return examples
 
 
-def gold_pool(question: Question) -> list[RetrievedFact]:
-    if not question.gold_facts:
+def gold_pools(questions: list[Question], all_hyps: list[list[str]]) -> list[list[RetrievedFact]]:
+    """The oracle: each choice's pool is its question's gold facts. Questions without gold facts
+    get empty pools (counted in the log); a file with none at all is a configuration error."""
+    if not any(q.gold_facts for q in questions):
+        first = questions[0] if questions else None
+        where = f"{first.source}: " if first else ""
         raise ConfigError(
-            f"{question.source}: question {question.id} has no gold facts; retrieval.method gold "
-            "needs them (OpenBookQA's Additional/*_complete.jsonl carry fact1)"
+            f"{where}no question has gold facts; retrieval.method gold needs them (OpenBookQA's "
+            "Additional/*_complete.jsonl carry fact1; data.gold_facts_files adds WorldTree's)"
         )
-    return [RetrievedFact(fact_id(text), text, 1.0, 1, "gold") for text in question.gold_facts]
+    missing = sum(not q.gold_facts for q in questions)
+    if missing:
+        log.warning(
+            "oracle evidence: %d of %d questions have no gold facts", missing, len(questions)
+        )
+    return [
+        [RetrievedFact(fact_id(t), t, 1.0, 1, "gold") for t in q.gold_facts]
+        for q, hyps in zip(questions, all_hyps, strict=True)
+        for _ in hyps
+    ]
 
 
 def save_examples(path: Path, examples: list[ReaderExample]) -> None:

@@ -7,7 +7,7 @@ from cgr.evidence.selection import EvidenceConfig, select_evidence
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.base import RetrievedFact
 from cgr.retrieval.encoders import TextEncoder
-from cgr.training.pools import gold_pool
+from cgr.training.pools import gold_pools
 
 
 def fact(text, score=0.5):
@@ -72,9 +72,10 @@ def test_bad_settings_are_refused():
         EvidenceConfig(shared_facts="dropp")
 
 
-def test_gold_pool_needs_gold_facts():
+def test_gold_pools_read_gold_facts_and_need_some():
     q = Question("7-1", "What melts ice?", [Choice("A", "salt")], 0, ["salt melts ice"], "x.jsonl")
-    assert [f.text for f in gold_pool(q)] == ["salt melts ice"]
-    q.gold_facts = []
-    with pytest.raises(ConfigError, match="x.jsonl: question 7-1 has no gold facts"):
-        gold_pool(q)
+    bare = Question("7-2", "What is hot?", [Choice("A", "fire")], 0, [], "x.jsonl")
+    pools = gold_pools([q, bare], [["h1", "h2"], ["h3"]])
+    assert [[f.text for f in p] for p in pools] == [["salt melts ice"], ["salt melts ice"], []]
+    with pytest.raises(ConfigError, match="x.jsonl: no question has gold facts"):
+        gold_pools([bare], [["h3"]])

@@ -1,0 +1,210 @@
+"""Where the evidence is lost (issue 15, item 1): for each evidence setting, on the dev set,
+gold-fact recall of what is retrieved, how many facts reach the reader inside max_length, how
+often the gold fact is retrieved but not read, and (from real `cgr train` runs) the reader's
+accuracy split by "gold fact read / not read" and its most frequent answer position.
+
+Settings: none (no facts), bm25 (top 10), dense (one step, K=10 + 10 open-book facts), beam (the
+beam-iterative pool, K=10, T=2), chains (Ê: chain facts first, padded with pool facts), gold (the
+oracle: every choice reads the question's gold facts). Gold facts: OBQA dev `fact1`; ARC-Challenge
+dev: WorldTree V2.1 explanations (155 of the 299 questions have one; EntailmentBank's task-1 dev
+questions are ARC train questions, so none of them is in ARC-Challenge dev).
+
+The statistics are computed live (pools come from the pool cache); accuracy rows are read from
+benchmarks/results/evidence-*.json, written by `--train` (one real `cgr train` run per setting x
+seed, saved as each finishes).
+
+    .venv/bin/python benchmarks/evidence.py                        # the table (OBQA dev)
+    .venv/bin/python benchmarks/evidence.py --train --settings none beam gold --seeds 1
+    .venv/bin/python benchmarks/evidence.py --dataset arc_challenge
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import (  # noqa: E402
+    ROOT,
+    load_config,
+    load_result,
+    machine,
+    print_table,
+    run_training,
+    save_result,
+)
+from cgr.chains.builder import ChainConfig  # noqa: E402
+from cgr.evidence.selection import EvidenceConfig, text_key  # noqa: E402
+from cgr.reader.packing import EvidencePacker  # noqa: E402
+from cgr.retrieval.factory import RetrievalConfig  # noqa: E402
+from cgr.training.datamodule import QADataModule  # noqa: E402
+
+READER = "cgr.training.module.ReaderModule"
+# setting -> (label, retrieval method, chains on)
+SETTINGS = {
+    "none": ("no facts", "none", False),
+    "bm25": ("BM25 top-10", "bm25", False),
+    "dense": ("dense, one step", "dense", False),
+    "beam": ("beam-iterative pool", "beam", False),
+    "chains": ("Ê (chains, padded)", "beam", True),
+    "gold": ("oracle: gold fact(s)", "gold", False),
+}
+CONFIGS = {"obqa": "configs/obqa.yaml", "arc_challenge": "configs/arc_challenge.yaml"}
+
+
+def setting_config(base: dict, setting: str, seed: int, args) -> dict:
+    _, method, chains = SETTINGS[setting]
+    config = copy.deepcopy(base)
+    config["seed_everything"] = seed
+    config["trainer"]["max_epochs"] = args.epochs
+    config["model"] = {"class_path": READER, "init_args": {
+        **{k: v for k, v in config["model"]["init_args"].items()
+           if k in ("reader_model", "lr", "weight_decay", "warmup_ratio")},
+        "max_length": args.max_length}}  # fmt: skip
+    data = config["data"]
+    data["max_train_questions"] = args.train_questions
+    data["retrieval"]["method"] = method
+    data["chains"]["enabled"] = chains
+    return config
+
+
+def datamodule(config: dict) -> QADataModule:
+    data = copy.deepcopy(config["data"])
+    chains = data.pop("chains")
+    chains["amr"] = __import__("cgr.amr.parsers", fromlist=["AMRConfig"]).AMRConfig(**chains["amr"])
+    return QADataModule(retrieval=RetrievalConfig(**data.pop("retrieval")), chains=ChainConfig(**chains),
+                        evidence=EvidenceConfig(**data.pop("evidence", {})), **data)  # fmt: skip
+
+
+def gold_ranks(facts, gold: set[str]) -> list[int]:
+    return [i for i, f in enumerate(facts) if text_key(f.text) in gold]
+
+
+def statistics_for(config: dict, max_length: int) -> dict:
+    """Recall and reading statistics of the gold answer's evidence on the dev file."""
+    dm = datamodule(config)
+    pools = dm.load_pools("dev", config["data"]["dev_file"])
+    offered = dm.select(copy.deepcopy(pools))
+    reader_name = config["model"]["init_args"]["reader_model"]
+    from transformers import AutoTokenizer
+
+    from cgr.models import resolve_model
+
+    packer = EvidencePacker(AutoTokenizer.from_pretrained(resolve_model(reader_name)), max_length)
+    rec = {1: [], 5: [], 15: []}
+    anywhere, read_share, cut, facts_read, pool_sizes = [], [], [], [], []
+    for raw, ex in zip(pools, offered, strict=True):
+        items = [
+            (ex.question, c, [f.text for f in facts])
+            for c, facts in zip(ex.choices, ex.facts, strict=True)
+        ]
+        packed = packer.pack(items)
+        facts_read.extend(len(p.read) for p in packed)
+        if not raw.gold_facts or ex.answer_index is None:
+            continue
+        gold = {text_key(g) for g in raw.gold_facts}
+        pool = raw.facts[ex.answer_index]
+        # "what is retrieved": the pool in the order the reader is offered it
+        order = ex.facts[ex.answer_index]
+        ranks = gold_ranks(order, gold)
+        for k in rec:
+            rec[k].append(sum(r < k for r in ranks) / len(gold))
+        found = {text_key(f.text) for f in pool} & gold
+        anywhere.append(len(found) / len(gold))
+        read = {text_key(order[i].text) for i in packed[ex.answer_index].read} & gold
+        read_share.append(bool(read))
+        cut.append(bool(found) and not read)
+        pool_sizes.append(len(pool))
+    mean = lambda xs: 100 * statistics.mean(xs) if xs else float("nan")  # noqa: E731
+    return {"questions_with_gold": len(anywhere), "recall@1": mean(rec[1]), "recall@5": mean(rec[5]),
+            "recall@15": mean(rec[15]), "recall_pool": mean(anywhere), "gold_read": mean(read_share),
+            "retrieved_not_read": mean(cut), "facts_read": statistics.mean(facts_read) if facts_read else 0.0,
+            "pool_size": statistics.mean(pool_sizes) if pool_sizes else 0.0}  # fmt: skip
+
+
+def accuracy_split(predictions: Path, dev_gold: dict[str, set[str]]) -> dict:
+    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
+    split = {True: [], False: []}
+    positions = Counter()
+    for r in rows:
+        labels = [c["label"] for c in r["choices"]]
+        positions[labels.index(r["predicted"])] += 1
+        gold = dev_gold.get(r["id"])
+        if not gold or r["answer"] is None:
+            continue
+        answer = r["choices"][labels.index(r["answer"])]
+        read = any(text_key(f["text"]) in gold for f in answer["facts"])
+        split[read].append(bool(r["correct"]))
+    acc = lambda xs: 100 * statistics.mean(xs) if xs else float("nan")  # noqa: E731
+    return {"acc_gold_read": acc(split[True]), "n_gold_read": len(split[True]),
+            "acc_gold_not_read": acc(split[False]), "n_gold_not_read": len(split[False]),
+            "top_position_share": 100 * max(positions.values()) / len(rows)}  # fmt: skip
+
+
+def tag(dataset: str, setting: str, seed: int, args) -> str:
+    return f"evidence-{dataset}-{setting}-q{args.train_questions}-e{args.epochs}-l{args.max_length}-s{seed}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dataset", default="obqa", choices=list(CONFIGS))
+    parser.add_argument("--settings", nargs="*", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1])
+    parser.add_argument("--train", action="store_true", help="run the missing accuracy rows")
+    parser.add_argument("--train-questions", type=int, default=0, help="0: the whole train set")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--max-length", type=int, default=128)
+    args = parser.parse_args()
+    base = load_config(CONFIGS[args.dataset])
+    table = []
+    for setting in args.settings:
+        config = setting_config(base, setting, args.seeds[0], args)
+        stats = statistics_for(config, args.max_length)
+        save_result(
+            f"evidence-stats-{args.dataset}-{setting}-l{args.max_length}",
+            {"setting": setting, **stats},
+        )
+        runs = []
+        for seed in args.seeds:
+            name = tag(args.dataset, setting, seed, args)
+            result = load_result(name)
+            if result is None and args.train:
+                result = run_training(setting_config(base, setting, seed, args), name)
+                dm = datamodule(config)
+                gold = {ex.question_id: {text_key(g) for g in ex.gold_facts}
+                        for ex in dm.load_pools("dev", config["data"]["dev_file"])}  # fmt: skip
+                preds = next((ROOT / "checkpoints" / "bench" / name).glob("predictions-*.jsonl"))
+                result.update(accuracy_split(preds, gold))
+                save_result(
+                    name, {"setting": setting, "seed": seed, "budget": vars(args), **result}
+                )
+                print(
+                    f"{name}: accuracy {result['accuracy']:.4f} in {result['minutes']:.1f} min",
+                    flush=True,
+                )
+            if result is not None:
+                runs.append(result)
+
+        def cell(key: str, scale: float = 1.0, runs=runs) -> str:
+            return f"{statistics.mean(scale * r[key] for r in runs):.1f}" if runs else "not run"
+
+        table.append([SETTINGS[setting][0], f"{stats['recall@1']:.1f}", f"{stats['recall@5']:.1f}",
+                      f"{stats['recall@15']:.1f}", f"{stats['recall_pool']:.1f}", f"{stats['facts_read']:.1f}",
+                      f"{stats['gold_read']:.1f}", f"{stats['retrieved_not_read']:.1f}", cell("accuracy", 100),
+                      cell("acc_gold_read"), cell("acc_gold_not_read"), cell("top_position_share"), len(runs)])  # fmt: skip
+    budget = f"{args.train_questions or 'all'} train questions x {args.epochs} epoch(s)"
+    print(f"{args.dataset} dev; reader {base['model']['init_args']['reader_model']}, max length {args.max_length}; "
+          f"{budget}; seeds {args.seeds}; {machine()}")  # fmt: skip
+    print_table(["evidence", "gold R@1", "R@5", "R@15", "in pool", "facts read/choice", "gold read %",
+                 "retrieved, not read %", "dev acc %", "acc, gold read", "acc, gold not read",
+                 "top position %", "runs"], table)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
