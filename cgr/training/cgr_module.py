@@ -43,6 +43,10 @@ class CGRModule(ReaderModule):
     max_chain_facts: longest chain used in the losses.
     use_supervised / use_mle / use_rl / use_global: switch each term off for ablations.
     refresh_evidence_every_n_epochs: re-retrieve pools and chains with the trained query encoder.
+    refresh_dev_on_validation: before each validation (not the sanity check), re-retrieve the dev
+        evidence with the current query encoder, so best.ckpt is chosen on the evidence that
+        `cgr eval` will read (it retrieves with the trained encoder); off: validation reads the
+        pools retrieved at setup (cheaper, but val/acc can then differ from `cgr eval`).
     disable_dropout: set every dropout to 0 (for exact comparisons, e.g. DDP against one process).
     """
 
@@ -64,6 +68,7 @@ class CGRModule(ReaderModule):
         use_rl: bool = True,
         use_global: bool = True,
         refresh_evidence_every_n_epochs: int = 1,
+        refresh_dev_on_validation: bool = True,
         sample_seed: int = 33,
         disable_dropout: bool = False,
     ):
@@ -306,6 +311,16 @@ class CGRModule(ReaderModule):
             f"non-finite loss at global step {self.global_step}, batch {batch_idx} "
             f"(questions {ids}): {bad}" + (f"; state saved to {path}" if path else "")
         )
+
+    def on_validation_start(self) -> None:
+        datamodule = getattr(self.trainer, "datamodule", None)
+        if (
+            self.hparams.refresh_dev_on_validation
+            and not self.trainer.sanity_checking
+            and self.global_step > 0  # the encoder has changed since setup
+            and hasattr(datamodule, "refresh_evidence")
+        ):
+            datamodule.refresh_evidence(self.query_encoder, self.trainer, splits=["dev"])
 
     def on_train_epoch_end(self) -> None:
         n = self.hparams.refresh_evidence_every_n_epochs

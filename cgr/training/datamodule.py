@@ -186,7 +186,7 @@ class QADataModule(pl.LightningDataModule):
             h.update(p.detach().float().cpu().numpy().tobytes())
         return h.hexdigest()[:12]
 
-    def refresh_evidence(self, query_model, trainer=None) -> None:
+    def refresh_evidence(self, query_model, trainer=None, splits: list[str] | None = None) -> None:
         """Re-retrieve pools and chains with the current query encoder (CGR, every n epochs).
 
         Each DDP rank works on its share of the questions (see `_on_shares`). The lists are
@@ -199,6 +199,8 @@ class QADataModule(pl.LightningDataModule):
         try:
             with torch.no_grad():
                 for split, examples in self.splits.items():
+                    if splits is not None and split not in splits:
+                        continue
                     questions = self._questions.get(split, [])
                     examples[:] = self._on_shares(
                         questions,

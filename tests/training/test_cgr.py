@@ -75,7 +75,17 @@ def test_checkpoint_holds_the_query_encoder_and_eval_uses_it(cgr_run, tmp_path, 
         )
         == 0
     )
-    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("accuracy: ")
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("accuracy: ")
+    # best.ckpt was chosen on dev evidence retrieved with its own query encoder, which is what
+    # `cgr eval` reads: its val/acc is the accuracy eval prints
+    best = torch.load(cgr_run / "ckpt" / "best.ckpt", map_location="cpu", weights_only=False)
+    score = next(
+        v
+        for k, v in best["callbacks"].items()
+        if "ModelCheckpoint" in k and v.get("best_model_score") is not None
+    )
+    assert float(last.split()[1]) == pytest.approx(float(score["best_model_score"]), abs=1e-6)
 
 
 def test_query_encoder_learns_from_the_chain_losses(tmp_path):
