@@ -1,5 +1,5 @@
-"""Relevance of a pool fact to one answer choice: cosine(hypothesis, fact) under the evidence
-encoder. Why: a beam pool mixes scores of different queries (step 1: the hypothesis; step 2:
+"""Relevance of a pool fact to one answer choice: cosine(query, fact) under the evidence encoder,
+the query being the choice's hypothesis or "question choice". Why: a beam pool mixes scores of different queries (step 1: the hypothesis; step 2:
 hypothesis + a first fact), so retrieval scores do not rank facts by what they say about the
 choice. Corpus facts reuse the cached corpus vectors; other texts are encoded once and kept."""
 
@@ -39,7 +39,7 @@ class HypothesisRelevance:
         return np.stack([self._vectors[f.fact_id] for f in facts])
 
     def scores(self, hypotheses: list[str], pools: list[list[RetrievedFact]]) -> list[list[float]]:
-        """Per hypothesis, the cosine of each of its pool's facts (same order)."""
+        """Per query (a hypothesis or "question choice"), the cosine of each fact of its pool."""
         if not hypotheses:
             return []
         queries = self.encoder.encode(hypotheses)

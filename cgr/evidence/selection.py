@@ -2,8 +2,10 @@
 they fit in max_length; see cgr.reader.packing).
 
 `order`: `retrieval` keeps the pool's order (retrieval score; chain facts first when chains are
-on); `hypothesis` ranks by cosine(hypothesis, fact) (cgr.evidence.relevance), chain facts still
-first. `shared_facts`: `keep`, or `drop` the facts offered to every choice of a question (they
+on); `hypothesis` ranks by cosine(hypothesis, fact) and `question_choice` (default) by
+cosine("question choice", fact) (cgr.evidence.relevance), chain facts still first. On OBQA dev's
+beam pools, the gold fact's rank among the gold answer's facts (R@1 / R@10): retrieval 12.0 /
+44.0, hypothesis 20.2 / 54.0, question_choice 23.4 / 59.0 (README, Evidence). `shared_facts`: `keep`, or `drop` the facts offered to every choice of a question (they
 cannot tell choices apart, and they take the room of facts that can). Near-duplicates (same words
 after lower-casing and removing punctuation) are always read once.
 """
@@ -17,7 +19,7 @@ from cgr.errors import ConfigError
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.base import RetrievedFact
 
-ORDERS = ("retrieval", "hypothesis")
+ORDERS = ("retrieval", "hypothesis", "question_choice")
 SHARED = ("keep", "drop")
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 
@@ -26,7 +28,7 @@ _NON_WORD = re.compile(r"[^a-z0-9]+")
 class EvidenceConfig:
     """`data.evidence`."""
 
-    order: str = "hypothesis"
+    order: str = "question_choice"
     shared_facts: str = "keep"
 
     def __post_init__(self) -> None:
@@ -62,12 +64,15 @@ def select_evidence(
     examples: list[ReaderExample], cfg: EvidenceConfig, max_evidence: int, relevance=None
 ) -> None:
     """In place: each example's `facts[c]` becomes the at most `max_evidence` facts offered to
-    choice c, best first. `relevance` (HypothesisRelevance) is needed for `order: hypothesis`."""
-    rerank = cfg.order == "hypothesis" and any(p for ex in examples for p in ex.facts)
+    choice c, best first. `relevance` (HypothesisRelevance) ranks for the orders but `retrieval`."""
+    rerank = cfg.order != "retrieval" and any(p for ex in examples for p in ex.facts)
     if rerank:
         if relevance is None:
-            raise ConfigError("data.evidence.order hypothesis needs a relevance scorer")
-        hyps = [h for ex in examples for h in ex.hypotheses]
+            raise ConfigError(f"data.evidence.order {cfg.order} needs a relevance scorer")
+        if cfg.order == "hypothesis":
+            hyps = [h for ex in examples for h in ex.hypotheses]
+        else:
+            hyps = [f"{ex.question} {c}" for ex in examples for c in ex.choices]
         pools = [pool for ex in examples for pool in ex.facts]
         scores = iter(relevance.scores(hyps, pools))
     for ex in examples:

@@ -137,7 +137,7 @@ class QADataModule(pl.LightningDataModule):
                 self.chain_builder = ChainBuilder(self.chains)
             self.chain_builder.attach(examples, None)
         relevance = None
-        if self.evidence.order == "hypothesis" and any(p for ex in examples for p in ex.facts):
+        if self.evidence.order != "retrieval" and any(p for ex in examples for p in ex.facts):
             relevance = self._relevance_scorer()
         select_evidence(examples, self.evidence, self.hparams.max_evidence, relevance)
         return examples

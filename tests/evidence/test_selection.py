@@ -34,7 +34,7 @@ def test_hypothesis_order_puts_the_fact_about_the_choice_first(relevance):
     select_evidence([ex], EvidenceConfig(order="hypothesis"), 5, relevance)
     assert ex.facts[0][0].text.startswith("salt lowers")
     kept = example([list(pool)])
-    select_evidence([kept], EvidenceConfig(order="retrieval"), 5)
+    select_evidence([kept], EvidenceConfig(order="retrieval"), 5)  # no scorer needed
     assert kept.facts[0][0].text.startswith("the moon")
 
 
