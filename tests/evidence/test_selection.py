@@ -25,13 +25,14 @@ def relevance():
     return HypothesisRelevance(TextEncoder("minilm"))
 
 
-def test_hypothesis_order_puts_the_fact_about_the_choice_first(relevance):
+@pytest.mark.parametrize("order", ["hypothesis", "question_choice"])
+def test_relevance_orders_put_the_fact_about_the_choice_first(relevance, order):
     pool = [
         fact("the moon orbits the earth", 0.9),
         fact("salt lowers the melting point of ice", 0.1),
     ]
     ex = example([list(pool)])
-    select_evidence([ex], EvidenceConfig(order="hypothesis"), 5, relevance)
+    select_evidence([ex], EvidenceConfig(order=order), 5, relevance)
     assert ex.facts[0][0].text.startswith("salt lowers")
     kept = example([list(pool)])
     select_evidence([kept], EvidenceConfig(order="retrieval"), 5)  # no scorer needed
