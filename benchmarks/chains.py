@@ -149,18 +149,87 @@ def entailmentbank_recall(config: dict, chain_cfg: ChainConfig) -> dict:
     }
 
 
+def gold_loss(examples, chain_cfg: ChainConfig, max_evidence: int) -> dict:
+    """Where the gold facts of the gold answer are lost between pool and Ê (issue 15, item 4):
+    per gold fact found in the pool, the first stage that loses it. Stages: no concepts after
+    parsing and normalisation; no concept shared with the question nodes or any other pool fact
+    (cannot start or continue a chain); in no chain with unbounded search (graph rules); cut by
+    the search bounds (max_chains, max_facts, time budget); outside Ê's first max_evidence."""
+    from cgr.amr.parsers import CachedParser
+    from cgr.chains.concepts import amr_concepts
+    from cgr.chains.graph import build_semantic_graph, question_concepts
+    from cgr.chains.search import ChainSearchConfig, chain_evidence, find_chains
+    from cgr.evidence.selection import text_key
+
+    parser = CachedParser(chain_cfg.amr, progress=False)
+    stages = Counter()
+    bounded = ChainSearchConfig(chain_cfg.max_facts, chain_cfg.max_chains, chain_cfg.time_budget_s)
+    unbounded = ChainSearchConfig(chain_cfg.max_facts, 10**6, 5.0)
+    for ex in examples:
+        gold = {text_key(g) for g in ex.gold_facts}
+        if not gold or ex.answer_index is None:
+            continue
+        pool = ex.facts[ex.answer_index]
+        in_pool = [f for f in pool if text_key(f.text) in gold]
+        stages["gold facts"] += len(gold)
+        stages["not retrieved"] += len(gold) - len({text_key(f.text) for f in in_pool})
+        if not in_pool:
+            continue
+        texts = sorted({*ex.hypotheses, *(f.text for f in pool)})
+        concepts = {
+            t: amr_concepts(g, chain_cfg.merge_roots)
+            for t, g in zip(texts, parser.parse(texts), strict=True)
+        }
+        hyps = [concepts[h] for h in ex.hypotheses]
+        q_nodes = question_concepts(hyps)
+        facts = {f.fact_id: concepts[f.text] for f in pool}
+        graph = build_semantic_graph(hyps[ex.answer_index], q_nodes, facts)
+        scores = {f.fact_id: f.score for f in pool}
+        free, _ = find_chains(graph, scores, unbounded)
+        kept, _ = find_chains(graph, scores, bounded)
+        e_ids = chain_evidence(kept, [f.fact_id for f in pool])[:max_evidence]
+        for f in {f.fact_id: f for f in in_pool}.values():
+            c = facts[f.fact_id].concepts
+            others = {x for fid, a in facts.items() if fid != f.fact_id for x in a.concepts}
+            if not c:
+                stages["lost: no concepts"] += 1
+            elif not (c & graph.question_nodes) and not (c & others - graph.hypothesis_nodes):
+                stages["lost: no link to question or other facts"] += 1
+            elif not any(f.fact_id in ch.facts for ch in free):
+                stages["lost: in no chain (graph rules)"] += 1
+            elif not any(f.fact_id in ch.facts for ch in kept):
+                stages["lost: search bounds"] += 1
+            elif f.fact_id not in e_ids:
+                stages["lost: beyond max_evidence in Ê"] += 1
+            else:
+                stages["in Ê"] += 1
+    return dict(stages)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--config", default="configs/obqa.yaml")
     parser.add_argument("--name", default="obqa")
     parser.add_argument("--checkpoint", default=None)
     parser.add_argument("--entailmentbank", action="store_true")
+    parser.add_argument("--gold-loss", action="store_true", help="where gold facts are lost")
     args = parser.parse_args()
     config = load_config(args.config)
     data = config["data"]
     examples = pools(config, data["dev_file"])
     chain_settings = copy.deepcopy(data.get("chains", {}))
     chain_settings["pad_evidence"] = False
+    if args.gold_loss:  # only this measure, saved on its own (uses the configured parse cache)
+        chain_settings["amr"] = AMRConfig(**chain_settings["amr"])
+        chain_cfg = ChainConfig(**{k: v for k, v in chain_settings.items() if k != "enabled"})
+        stages = gold_loss(examples, chain_cfg, data["max_evidence"])
+        save_result(
+            f"chains_gold_loss-{args.name}",
+            {"machine": machine(), "chain_config": asdict(chain_cfg), "stages": stages},
+        )
+        print(f"{args.name} dev: gold facts of the gold answer, first stage that loses them")
+        print_table(["stage", "gold facts"], list(stages.items()))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         chain_settings["amr"] = AMRConfig(
             **{**chain_settings.get("amr", {}), "cache": f"{tmp}/amr.sqlite"}

@@ -3,10 +3,12 @@ they fit in max_length; see cgr.reader.packing).
 
 `order`: `retrieval` keeps the pool's order (retrieval score; chain facts first when chains are
 on); `hypothesis` ranks by cosine(hypothesis, fact) and `question_choice` (default) by
-cosine("question choice", fact) (cgr.evidence.relevance), chain facts still first. On OBQA dev's
-beam pools, the gold fact's rank among the gold answer's facts (R@1 / R@10): retrieval 12.0 /
-44.0, hypothesis 20.2 / 54.0, question_choice 23.4 / 59.0 (README, Evidence). `shared_facts`: `keep`, or `drop` the facts offered to every choice of a question (they
-cannot tell choices apart, and they take the room of facts that can). Near-duplicates (same words
+cosine("question choice", fact) (cgr.evidence.relevance), chain facts still first unless
+`chain_facts_first: false` (then chains shape only CGR's losses and the explanation). On OBQA
+dev's beam pools, the gold fact's rank among the gold answer's facts (R@1 / R@10): retrieval
+12.0 / 44.0, hypothesis 20.2 / 54.0, question_choice 23.4 / 59.0 (README). `shared_facts`:
+`keep`, or `drop` the facts offered to every choice of a question (they cannot tell choices
+apart, and they take the room of facts that can). Near-duplicates (same words
 after lower-casing and removing punctuation) are always read once.
 """
 
@@ -30,6 +32,7 @@ class EvidenceConfig:
 
     order: str = "question_choice"
     shared_facts: str = "keep"
+    chain_facts_first: bool = True  # with chains on: Ê's facts before the other pool facts
 
     def __post_init__(self) -> None:
         if self.order not in ORDERS:
@@ -78,7 +81,7 @@ def select_evidence(
     for ex in examples:
         ranked = []
         for c, pool in enumerate(ex.facts):
-            in_chain = _chain_texts(ex, c)
+            in_chain = _chain_texts(ex, c) if cfg.chain_facts_first else set()
             if rerank:
                 sims = next(scores)
                 keys = {id(f): s for f, s in zip(pool, sims, strict=True)}

@@ -44,6 +44,10 @@ def test_chain_facts_stay_first_under_hypothesis_order(relevance):
     ex = example([pool], chains=[[{"texts": ["oceans are salty water"]}]])
     select_evidence([ex], EvidenceConfig(order="hypothesis"), 5, relevance)
     assert [f.text for f in ex.facts[0]][0] == "oceans are salty water"
+    by_relevance = example([list(pool)], chains=[[{"texts": ["oceans are salty water"]}]])
+    cfg = EvidenceConfig(order="hypothesis", chain_facts_first=False)
+    select_evidence([by_relevance], cfg, 5, relevance)
+    assert by_relevance.facts[0][0].text.startswith("salt lowers")
 
 
 def test_near_duplicates_are_read_once_and_max_evidence_cuts():
