@@ -154,7 +154,8 @@ def gold_loss(examples, chain_cfg: ChainConfig, max_evidence: int) -> dict:
     per gold fact found in the pool, the first stage that loses it. Stages: no concepts after
     parsing and normalisation; no concept shared with the question nodes or any other pool fact
     (cannot start or continue a chain); in no chain with unbounded search (graph rules); cut by
-    the search bounds (max_chains, max_facts, time budget); outside Ê's first max_evidence."""
+    the search bounds (evidence_chains, time budget); outside Ê's first max_evidence facts in
+    pool order (the reader's order, by relevance, is measured by benchmarks/evidence.py)."""
     from cgr.amr.parsers import CachedParser
     from cgr.chains.concepts import amr_concepts
     from cgr.chains.graph import build_semantic_graph, question_concepts
@@ -163,7 +164,9 @@ def gold_loss(examples, chain_cfg: ChainConfig, max_evidence: int) -> dict:
 
     parser = CachedParser(chain_cfg.amr, progress=False)
     stages = Counter()
-    bounded = ChainSearchConfig(chain_cfg.max_facts, chain_cfg.max_chains, chain_cfg.time_budget_s)
+    bounded = ChainSearchConfig(
+        chain_cfg.max_facts, chain_cfg.evidence_chains, chain_cfg.time_budget_s
+    )
     unbounded = ChainSearchConfig(chain_cfg.max_facts, 10**6, 5.0)
     for ex in examples:
         gold = {text_key(g) for g in ex.gold_facts}
@@ -200,7 +203,7 @@ def gold_loss(examples, chain_cfg: ChainConfig, max_evidence: int) -> dict:
             elif not any(f.fact_id in ch.facts for ch in kept):
                 stages["lost: search bounds"] += 1
             elif f.fact_id not in e_ids:
-                stages["lost: beyond max_evidence in Ê"] += 1
+                stages["lost: beyond max_evidence in Ê (pool order)"] += 1
             else:
                 stages["in Ê"] += 1
     return dict(stages)

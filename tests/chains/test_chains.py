@@ -147,3 +147,22 @@ def test_evidence_is_chain_facts_first_then_padding(sample_examples):
     assert [f.fact_id for f in ex.facts[0]][:2] == ["id0", "id1"] and len(ex.facts[0]) == 3
     assert len(ex.facts[2]) == 3  # padded from the pool though it has no chain
     assert plain.facts[2] == [] and {f.fact_id for f in plain.facts[0]} <= {"id0", "id1", "id3"}
+
+
+def test_evidence_comes_from_more_chains_than_are_kept(sample_examples, tmp_path):
+    from cgr.amr.parsers import AMRConfig
+    from cgr.chains.builder import ChainBuilder, ChainConfig
+    from cgr.retrieval.base import RetrievedFact
+
+    _, plain, _ = sample_examples
+    texts = ["copper is a good conductor of electricity", "metal is a good conductor of electricity",
+             "copper is a metal"]  # fmt: skip
+    pool = [RetrievedFact(f"f{i}", t, 1.0) for i, t in enumerate(texts)]
+    ex = type(plain)(
+        **{**plain.__dict__, "facts": [list(pool) for _ in plain.choices], "chains": []}
+    )
+    cfg = ChainConfig(amr=AMRConfig(cache=str(tmp_path / "a.sqlite")), max_chains=1,
+                      evidence_chains=50, pad_evidence=False)  # fmt: skip
+    ChainBuilder(cfg, progress=False).attach([ex], None)
+    assert [tuple(c["facts"]) for c in ex.chains[0]] == [("f0",)]  # the shortest chain is kept
+    assert {f.fact_id for f in ex.facts[0]} == {"f0", "f1", "f2"}  # Ê: the 2-fact chain too
