@@ -86,7 +86,7 @@ def accuracy_by_length(examples, checkpoint: str, name: str) -> dict:
     from cgr.training.module import ReaderModule
 
     model = ReaderModule.load_from_checkpoint(
-        checkpoint, map_location="cpu", weights_only=False
+        checkpoint, map_location="cpu", weights_only=True
     ).eval()
     buckets: dict[int, list[int]] = {}
     for start in range(0, len(examples), 32):

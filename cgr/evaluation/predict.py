@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytorch_lightning as pl
-import torch
 
 from cgr.amr.parsers import AMRConfig
 from cgr.chains.builder import ChainConfig
 from cgr.errors import ConfigError
 from cgr.evidence.selection import EvidenceConfig
 from cgr.retrieval.factory import RetrievalConfig
+from cgr.training.checkpoints import read_checkpoint
 from cgr.training.datamodule import QADataModule
 from cgr.training.module import ReaderModule
 
@@ -138,14 +138,12 @@ def evaluate(
     export_dir: str | None = None,
     no_chains: bool = False,
 ) -> EvalResult:
-    if not Path(checkpoint_path).is_file():
-        raise ConfigError(f"checkpoint not found: {checkpoint_path}")
-    checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+    checkpoint = read_checkpoint(checkpoint_path)
     datamodule = _datamodule_from_checkpoint(
         checkpoint, data_file, eval_batch_size=batch_size, no_chains=no_chains
     )
     model = module_class(checkpoint).load_from_checkpoint(
-        checkpoint_path, map_location="cpu", weights_only=False
+        checkpoint_path, map_location="cpu", weights_only=True
     )
     if hasattr(model, "query_encoder"):  # CGR: retrieve with the trained query encoder
         datamodule.use_query_encoder(model.query_encoder.eval())

@@ -1,0 +1,46 @@
+import os
+
+import pytest
+import torch
+
+from cgr.cli import main
+from cgr.training.checkpoints import CheckpointError, read_checkpoint
+
+
+class Payload:
+    """Stands for a crafted object: unpickling it would run code of the file's choosing."""
+
+    def __reduce__(self):
+        return (os.getcwd, ())
+
+
+def test_plain_checkpoint_loads(tmp_path):
+    path = tmp_path / "ok.ckpt"
+    torch.save({"state_dict": {"w": torch.zeros(2)}, "hyper_parameters": {"lr": 1e-5}}, path)
+    assert read_checkpoint(path)["hyper_parameters"] == {"lr": 1e-5}
+
+
+def test_crafted_pickle_is_refused(tmp_path):
+    path = tmp_path / "crafted.ckpt"
+    torch.save({"state_dict": {}, "payload": Payload()}, path)
+    with pytest.raises(CheckpointError, match=r"crafted.ckpt: refused to load"):
+        read_checkpoint(path)
+
+
+@pytest.mark.parametrize("content", [b"", b"not a checkpoint at all", "truncated"])
+def test_damaged_files_are_named(tmp_path, content):
+    path = tmp_path / "bad.ckpt"
+    if content == "truncated":
+        torch.save({"state_dict": {"w": torch.zeros(1000)}}, path)
+        content = path.read_bytes()[:300]
+    path.write_bytes(content)
+    with pytest.raises(CheckpointError, match=r"bad.ckpt: not a readable checkpoint"):
+        read_checkpoint(path)
+
+
+def test_cgr_eval_reports_a_bad_checkpoint_in_one_line(tmp_path, capsys):
+    path = tmp_path / "crafted.ckpt"
+    torch.save({"state_dict": {}, "payload": Payload()}, path)
+    assert main(["eval", "--checkpoint", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "refused to load" in err[0]
