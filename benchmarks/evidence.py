@@ -46,28 +46,33 @@ from cgr.retrieval.factory import RetrievalConfig  # noqa: E402
 from cgr.training.datamodule import QADataModule  # noqa: E402
 
 READER = "cgr.training.module.ReaderModule"
-# setting -> (label, retrieval method, chains on)
+# setting -> (label, retrieval method, chains on, data.evidence overrides, model overrides)
 SETTINGS = {
-    "none": ("no facts", "none", False),
-    "bm25": ("BM25 top-10", "bm25", False),
-    "dense": ("dense, one step", "dense", False),
-    "beam": ("beam-iterative pool", "beam", False),
-    "chains": ("Ê (chains, padded)", "beam", True),
-    "gold": ("oracle: gold fact(s)", "gold", False),
-}
+    "none": ("no facts", "none", False, {}, {}),
+    "bm25": ("BM25 top-10", "bm25", False, {}, {}),
+    "dense": ("dense, one step", "dense", False, {}, {}),
+    "dense_retrieval_order": ("dense, retrieval order", "dense", False, {"order": "retrieval"}, {}),
+    "dense_drop_shared": ("dense, shared facts dropped", "dense", False, {"shared_facts": "drop"}, {}),
+    "dense_l256": ("dense, max length 256", "dense", False, {}, {"max_length": 256}),
+    "beam": ("beam-iterative pool", "beam", False, {}, {}),
+    "chains": ("Ê (chains, padded)", "beam", True, {}, {}),
+    "gold": ("oracle: gold fact(s)", "gold", False, {}, {}),
+}  # fmt: skip
+DEFAULT_SETTINGS = ["none", "bm25", "dense", "beam", "chains", "gold"]
 CONFIGS = {"obqa": "configs/obqa.yaml", "arc_challenge": "configs/arc_challenge.yaml"}
 
 
 def setting_config(base: dict, setting: str, seed: int, args) -> dict:
-    _, method, chains = SETTINGS[setting]
+    _, method, chains, evidence, model = SETTINGS[setting]
     config = copy.deepcopy(base)
     config["seed_everything"] = seed
     config["trainer"]["max_epochs"] = args.epochs
     config["model"] = {"class_path": READER, "init_args": {
         **{k: v for k, v in config["model"]["init_args"].items()
            if k in ("reader_model", "lr", "weight_decay", "warmup_ratio")},
-        "max_length": args.max_length}}  # fmt: skip
+        "max_length": args.max_length, **model}}  # fmt: skip
     data = config["data"]
+    data["evidence"] = {**data.get("evidence", {}), **evidence}
     data["max_train_questions"] = args.train_questions
     data["retrieval"]["method"] = method
     data["chains"]["enabled"] = chains
@@ -148,13 +153,14 @@ def accuracy_split(predictions: Path, dev_gold: dict[str, set[str]]) -> dict:
 
 
 def tag(dataset: str, setting: str, seed: int, args) -> str:
-    return f"evidence-{dataset}-{setting}-q{args.train_questions}-e{args.epochs}-l{args.max_length}-s{seed}"
+    length = SETTINGS[setting][4].get("max_length", args.max_length)
+    return f"evidence-{dataset}-{setting}-q{args.train_questions}-e{args.epochs}-l{length}-s{seed}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dataset", default="obqa", choices=list(CONFIGS))
-    parser.add_argument("--settings", nargs="*", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--settings", nargs="*", default=DEFAULT_SETTINGS, choices=list(SETTINGS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[1])
     parser.add_argument("--train", action="store_true", help="run the missing accuracy rows")
     parser.add_argument("--train-questions", type=int, default=0, help="0: the whole train set")
