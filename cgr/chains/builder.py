@@ -73,7 +73,7 @@ class ChainBuilder:
     ) -> None:
         hyps = [concepts[h] for h in ex.hypotheses]
         q_nodes = question_concepts(hyps)
-        ex.chains, evidence, any_chain = [], [], False
+        ex.chains, ex.chain_facts, evidence, any_chain = [], [], [], False
         for hyp, pool in zip(hyps, ex.facts, strict=True):
             start = time.perf_counter()
             facts = {f.fact_id: concepts[f.text] for f in pool}
@@ -94,6 +94,7 @@ class ChainBuilder:
                 ]
             )
             chosen = chain_evidence(chains[: self.cfg.evidence_chains], [f.fact_id for f in pool])
+            ex.chain_facts.append([by_id[f].text for f in chosen])
             if self.cfg.pad_evidence:
                 in_chains = set(chosen)  # built once: the pool has ~100 facts per hypothesis
                 chosen += [f.fact_id for f in pool if f.fact_id not in in_chains]

@@ -58,6 +58,9 @@ def _dedupe(facts: list[RetrievedFact]) -> list[RetrievedFact]:
 
 
 def _chain_texts(ex: ReaderExample, choice: int) -> set[str]:
+    """Ê of one choice: all its chain facts (ex.chain_facts), else those of the kept chains."""
+    if ex.chain_facts and choice < len(ex.chain_facts):
+        return set(ex.chain_facts[choice])
     if not ex.chains or choice >= len(ex.chains):
         return set()
     return {t for c in ex.chains[choice] for t in c.get("texts", [])}

@@ -19,3 +19,5 @@ class ReaderExample:
     # per choice, the reasoning chains found for its hypothesis (Chain.to_dict()), if any
     chains: list[list[dict]] = field(default_factory=list)
     gold_facts: list[str] = field(default_factory=list)  # ordered gold chain (texts), for L_S
+    # per choice, the texts of Ê (the facts of its best `evidence_chains` chains), if chains ran
+    chain_facts: list[list[str]] = field(default_factory=list)

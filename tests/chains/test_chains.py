@@ -166,3 +166,4 @@ def test_evidence_comes_from_more_chains_than_are_kept(sample_examples, tmp_path
     ChainBuilder(cfg, progress=False).attach([ex], None)
     assert [tuple(c["facts"]) for c in ex.chains[0]] == [("f0",)]  # the shortest chain is kept
     assert {f.fact_id for f in ex.facts[0]} == {"f0", "f1", "f2"}  # Ê: the 2-fact chain too
+    assert set(ex.chain_facts[0]) == set(texts)  # Ê is kept apart for the selection step
