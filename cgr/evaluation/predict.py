@@ -125,7 +125,7 @@ def describe_distribution(shares: dict[str, float]) -> list[str]:
     if share > 0.5:
         lines.append(
             f"warning: {100 * share:.1f} % of predictions are position {top}: the reader may "
-            "have collapsed to one answer position (see README, Evaluating)"
+            "have collapsed to one answer position (README: Answer positions)"
         )
     return lines
 

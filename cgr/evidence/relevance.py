@@ -1,7 +1,7 @@
 """Relevance of a pool fact to one answer choice: cosine(query, fact) under the evidence encoder,
-the query being the choice's hypothesis or "question choice". Why: a beam pool mixes scores of different queries (step 1: the hypothesis; step 2:
-hypothesis + a first fact), so retrieval scores do not rank facts by what they say about the
-choice. Corpus facts reuse the cached corpus vectors; other texts are encoded once and kept."""
+the query being the choice's hypothesis or "question choice". Why: a beam pool mixes scores of
+different queries (step 1: the hypothesis; step 2: hypothesis + a first fact), so retrieval
+scores do not rank facts by what they say about the choice. Corpus facts reuse the cached corpus vectors; other texts are encoded once and kept."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class HypothesisRelevance:
         for f in facts:
             if f.fact_id in self._vectors:
                 continue
-            if self._corpus is not None and f.fact_id in self._corpus._position:
+            if self._corpus is not None and f.fact_id in self._corpus:
                 self._vectors[f.fact_id] = self._corpus_vectors[self._corpus.position(f.fact_id)]
             else:
                 missing.append(f)
