@@ -1,4 +1,4 @@
-"""The one entry point: `cgr train`, `cgr eval` (more subcommands join as features land)."""
+"""The one entry point: `cgr train`, `eval`, `explain`, `serve`, `amr`, `ircot`."""
 
 from __future__ import annotations
 
@@ -97,7 +97,26 @@ def ircot_command(argv: list[str]) -> int:
     return ircot_main(argv)
 
 
-COMMANDS = {"train": train, "eval": evaluate_command, "amr": amr_command, "ircot": ircot_command}
+def explain_command(argv: list[str]) -> int:
+    from cgr.serving.explain import main as explain_main
+
+    return explain_main(argv)
+
+
+def serve_command(argv: list[str]) -> int:
+    from cgr.serving.server import main as serve_main
+
+    return serve_main(argv)
+
+
+COMMANDS = {
+    "train": train,
+    "eval": evaluate_command,
+    "explain": explain_command,
+    "serve": serve_command,
+    "amr": amr_command,
+    "ircot": ircot_command,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _quiet_environment()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # "no AVX2 build" is not news
     try:
         return COMMANDS[argv[0]](argv[1:])
     except CGRError as e:

@@ -24,3 +24,15 @@ def hypothesis_generator():
     from cgr.data.hypothesis import HypothesisGenerator
 
     return HypothesisGenerator()
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+    """One real tiny `cgr train` on data/sample (beam retrieval, chains on), shared by the tests
+    that need a trained checkpoint: folder with ckpt/best.ckpt."""
+    from cgr.cli import main
+    from tests.training.helpers import tiny_config
+
+    tmp_path = tmp_path_factory.mktemp("tiny_run")
+    assert main(["train", "--config", str(tiny_config(tmp_path))]) == 0
+    return tmp_path

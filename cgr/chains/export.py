@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import html
 import json
-import os
 from pathlib import Path
+
+from cgr.files import atomic_write_text
 
 
 def chain_text(chain: dict, numbers: dict[str, int], label: str) -> str:
@@ -41,6 +42,7 @@ def export_record(prediction: dict) -> dict:
                 "text": choice["text"],
                 "score": choice["score"],
                 "hypothesis": choice["hypothesis"],
+                "facts_read": [f["text"] for f in choice.get("facts") or []],
                 "chains": [
                     {**c, "rendered": chain_text(c, numbers, choice["label"])} for c in chains
                 ],
@@ -57,19 +59,13 @@ def export_record(prediction: dict) -> dict:
     }
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_exports(predictions: list[dict], out_dir: Path) -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     records = [export_record(p) for p in predictions]
     jsonl = out_dir / "chains.jsonl"
-    _atomic_write(jsonl, "".join(json.dumps(r) + "\n" for r in records))
+    atomic_write_text(jsonl, "".join(json.dumps(r) + "\n" for r in records))
     page = out_dir / "chains.html"
-    _atomic_write(page, render_html(records))
+    atomic_write_text(page, render_html(records))
     return jsonl, page
 
 
@@ -78,7 +74,20 @@ _TEMPLATE = (Path(__file__).with_name("report.html")).read_text(encoding="utf-8"
 
 def render_html(records: list[dict]) -> str:
     """One file, no network: the data is embedded as JSON and drawn by inline JS as SVG."""
-    data = json.dumps(records).replace("</", "<\\/")
-    return _TEMPLATE.replace("/*DATA*/[]", data).replace(
-        "{{TITLE}}", html.escape(f"cgr chains: {len(records)} questions")
+    return render_page(records, f"cgr chains: {len(records)} questions")
+
+
+def script_json(value) -> str:
+    """JSON safe inside a <script> block: every "<", ">" and "&" as a \\u escape, so text such
+    as "<!--<script>" or "</script>" in a question cannot end or swallow the data block."""
+    text = json.dumps(value)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render_page(records: list[dict], title: str, mode: str = "report") -> str:
+    """The chains page: `report` (a static file) or `serve` (with a question form, cgr serve)."""
+    return (
+        _TEMPLATE.replace("/*DATA*/[]", script_json(records))
+        .replace('/*MODE*/"report"', script_json(mode))
+        .replace("{{TITLE}}", html.escape(title))
     )

@@ -5,44 +5,53 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytorch_lightning as pl
 
-from cgr.amr.parsers import AMRConfig
-from cgr.chains.builder import ChainConfig
 from cgr.errors import ConfigError
-from cgr.evidence.selection import EvidenceConfig
-from cgr.retrieval.factory import RetrievalConfig
+from cgr.evaluation.prediction import Prediction
+from cgr.evidence.pipeline import EvidencePipeline
+from cgr.files import atomic_write, require_writable_dir, require_writable_file
 from cgr.training.checkpoints import read_checkpoint
 from cgr.training.datamodule import QADataModule
 from cgr.training.module import ReaderModule
 
 
-def _datamodule_from_checkpoint(
-    checkpoint: dict, data_file: str | None, **overrides
-) -> QADataModule:
+def data_settings(checkpoint: dict) -> dict:
+    """The `data` settings `cgr train` stored in a checkpoint (QADataModule's hyper-parameters)."""
     hparams = {
         k: v
         for k, v in (checkpoint.get("datamodule_hyper_parameters") or {}).items()
         if not k.startswith("_")  # LightningCLI's own bookkeeping (_instantiator, _class_path)
     }
-    if not hparams:
+    if not hparams or "retrieval" not in hparams:
         raise ConfigError("checkpoint has no data settings (was it written by `cgr train`?)")
-    retrieval = RetrievalConfig(**hparams.pop("retrieval"))
-    chain_settings = dict(hparams.pop("chains", None) or {"enabled": False})
-    chain_settings["amr"] = AMRConfig(**chain_settings.get("amr", {}))
-    chains = ChainConfig(**chain_settings)
-    if overrides.pop("no_chains", False):
-        chains.enabled = False
-    # checkpoints written before data.evidence existed read the pool in retrieval order
-    evidence = EvidenceConfig(**(hparams.pop("evidence", None) or {"order": "retrieval"}))
-    hparams.update({k: v for k, v in overrides.items() if v is not None})
-    hparams["predict_file"] = data_file or hparams.get("dev_file")
-    return QADataModule(retrieval=retrieval, chains=chains, evidence=evidence, **hparams)
+    return hparams
+
+
+def _datamodule_from_checkpoint(
+    checkpoint: dict, data_file: str | None, no_chains: bool = False, **overrides
+) -> QADataModule:
+    """The DataModule the checkpoint was trained with, its evidence pipeline read back with
+    EvidencePipeline.from_settings (one reading of the settings for eval and the Python API)."""
+    hparams = data_settings(checkpoint)
+    pipeline = EvidencePipeline.from_settings(hparams)
+    if no_chains:
+        pipeline.chains.enabled = False
+    rest = {k: v for k, v in hparams.items() if k not in pipeline.settings()}
+    rest.update({k: v for k, v in overrides.items() if v is not None})
+    rest["predict_file"] = data_file or rest.get("dev_file")
+    return QADataModule(
+        retrieval=pipeline.retrieval,
+        chains=pipeline.chains,
+        evidence=pipeline.evidence,
+        max_evidence=pipeline.max_evidence,
+        retrieval_batch_size=pipeline.retrieval_batch_size,
+        **rest,
+    )
 
 
 def module_class(checkpoint: dict):
@@ -57,34 +66,24 @@ def module_class(checkpoint: dict):
     return ReaderModule
 
 
+def load_module(path: str | Path, checkpoint: dict, device: str = "cpu"):
+    """The trained module of a checkpoint read with `read_checkpoint` (weights_only=True).
+    transformers' load report is silenced: it lists the new multiple-choice head as missing
+    before the checkpoint's trained head replaces it."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        return module_class(checkpoint).load_from_checkpoint(
+            str(path), map_location=device, weights_only=True
+        )
+    finally:
+        hf_logging.set_verbosity(level)
+
+
 def prediction_record(example, scores: list[float]) -> dict:
-    predicted = max(range(len(scores)), key=scores.__getitem__)
-    return {
-        "id": example.question_id,
-        "question": example.question,
-        "predicted": example.labels[predicted],
-        "answer": None if example.answer_index is None else example.labels[example.answer_index],
-        "correct": None if example.answer_index is None else predicted == example.answer_index,
-        "choices": [
-            {
-                "label": label,
-                "text": text,
-                "score": score,
-                "hypothesis": hyp,
-                "facts": [f.to_dict() for f in facts],
-                "chains": chains,
-            }
-            for label, text, score, hyp, facts, chains in zip(
-                example.labels,
-                example.choices,
-                scores,
-                example.hypotheses,
-                example.facts,
-                example.chains or [[] for _ in example.choices],
-                strict=True,
-            )
-        ],
-    }
+    return Prediction.from_example(example, scores).to_dict()
 
 
 @dataclass
@@ -142,34 +141,28 @@ def evaluate(
     datamodule = _datamodule_from_checkpoint(
         checkpoint, data_file, eval_batch_size=batch_size, no_chains=no_chains
     )
-    model = module_class(checkpoint).load_from_checkpoint(
-        checkpoint_path, map_location="cpu", weights_only=True
-    )
-    if hasattr(model, "query_encoder"):  # CGR: retrieve with the trained query encoder
-        datamodule.use_query_encoder(model.query_encoder.eval())
-    trainer = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False)
-    batches = trainer.predict(model, datamodule=datamodule)
     source = datamodule.hparams.predict_file
     out = (
         Path(out_path)
         if out_path
         else Path(checkpoint_path).parent / f"predictions-{Path(source).stem}.jsonl"
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    correct = labelled = 0
+    require_writable_file(out, "--out")  # before the work, not after it
+    if export_dir:
+        require_writable_dir(export_dir, "--export-dir")
+    model = load_module(checkpoint_path, checkpoint)
+    if hasattr(model, "query_encoder"):  # CGR: retrieve with the trained query encoder
+        datamodule.use_query_encoder(model.query_encoder.eval())
+    trainer = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False)
+    batches = trainer.predict(model, datamodule=datamodule)
     records = [prediction_record(ex, scores) for batch in batches for ex, scores in batch]
-    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-    with tmp.open("w", encoding="utf-8") as f:
-        for record in records:
-            if record["correct"] is not None:
-                labelled += 1
-                correct += int(record["correct"])
-            f.write(json.dumps(record) + "\n")
-    os.replace(tmp, out)
+    atomic_write(out, lambda f: f.writelines(json.dumps(r) + "\n" for r in records))
+    labelled = [r["correct"] for r in records if r["correct"] is not None]
+    correct = sum(labelled)
     if export_dir:
         from cgr.chains.export import write_exports
 
         write_exports(records, Path(export_dir))
     return EvalResult(
-        correct / labelled if labelled else math.nan, out, position_distribution(records)
+        correct / len(labelled) if labelled else math.nan, out, position_distribution(records)
     )

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
 from cgr.data.loaders import parse_open_question, require_file
 from cgr.data.records import OpenQuestion
 from cgr.errors import DataFormatError
+from cgr.files import atomic_write_text, require_writable_dir
 from cgr.ircot.loop import METHODS, IRCoTRunner, LoopConfig
 
 
@@ -90,6 +89,7 @@ def main(argv: list[str]) -> int:
     )
 
     args = build_parser().parse_args(argv)
+    out = require_writable_dir(args.out, "--out")  # before the models load, not after the run
     counters: Counter[str] = Counter()
     questions = load_lenient(args.data, counters)
     if args.limit:
@@ -115,11 +115,7 @@ def main(argv: list[str]) -> int:
 
     runner = IRCoTRunner(retriever, generator, prompts("cot"), prompts(loop.reader), loop)
     records = runner.run(questions)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / f"predictions.jsonl.tmp{os.getpid()}"
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    os.replace(tmp, out / "predictions.jsonl")
+    atomic_write_text(out / "predictions.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     counters.update(runner.counters)
     n = max(1, len(records))
     recalls = [r["recall"] for r in records if r["recall"] is not None]
@@ -129,7 +125,7 @@ def main(argv: list[str]) -> int:
         "generated_tokens_per_question": sum(r["generated_tokens"] for r in records) / n,
         **dict(counters),
     }  # fmt: skip
-    (out / "metrics.json").write_text(json.dumps(summary, indent=1) + "\n")
+    atomic_write_text(out / "metrics.json", json.dumps(summary, indent=1) + "\n")
     for key, value in summary.items():
         print(f"{key}: {value}")
     recall = sum(recalls) / len(recalls) if recalls else float("nan")

@@ -40,7 +40,7 @@ class BM25ParagraphRetriever:
         tokens = bm25s.tokenize([p.searchable for p in corpus], stopwords="en", show_progress=False)
         self.model.index(tokens, show_progress=False)
 
-    def retrieve(self, queries: list[str], k: int) -> list[list[CorpusParagraph]]:
+    def retrieve(self, queries: list[str], k: int = 10) -> list[list[CorpusParagraph]]:
         if not queries or not self.corpus:
             return [[] for _ in queries]
         tokens = self._bm25s.tokenize(queries, stopwords="en", show_progress=False)
@@ -59,7 +59,7 @@ class DenseParagraphRetriever:
         self.encoder = TextEncoder(encoder, max_length=256)
         self.index = FaissIndex(self.encoder.encode([p.searchable for p in corpus]), use_gpu="auto")
 
-    def retrieve(self, queries: list[str], k: int) -> list[list[CorpusParagraph]]:
+    def retrieve(self, queries: list[str], k: int = 10) -> list[list[CorpusParagraph]]:
         if not queries:
             return []
         _, positions = self.index.search(self.encoder.encode(queries), k)

@@ -21,8 +21,11 @@ class RetrievedFact:
 
 
 class Retriever(Protocol):
-    def retrieve(self, queries: list[str]) -> list[list[RetrievedFact]]:
-        """For each query, its evidence pool, best first."""
+    """Dense, beam, BM25 and TF-IDF fact retrievers; IRCoT's paragraph retrievers take the same
+    call and return paragraphs."""
+
+    def retrieve(self, queries: list[str], k: int | None = None) -> list[list[RetrievedFact]]:
+        """For each query, its evidence pool, best first (at most `k` items; None: as configured)."""
         ...
 
 

@@ -91,7 +91,8 @@ class BeamIterativeRetriever:
                     (_BeamState(new_query, total, state.path + (fact.id,)), source.name)
                 )
 
-    def retrieve(self, queries: list[str]) -> list[list[RetrievedFact]]:
+    def retrieve(self, queries: list[str], k: int | None = None) -> list[list[RetrievedFact]]:
+        """Each query's pool (every fact any beam step found), best first; `k` cuts it."""
         beams = [[_BeamState(q, 0.0, ())] for q in queries]
         pools: list[dict[str, RetrievedFact]] = [{} for _ in queries]
         for step in range(1, self.steps + 1):
@@ -123,4 +124,4 @@ class BeamIterativeRetriever:
                     if len(best) == self.beam_size:
                         break
                 beams.append(best)
-        return [ranked(p) for p in pools]
+        return [ranked(p)[:k] for p in pools]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -18,16 +17,8 @@ from tqdm.auto import tqdm
 
 from cgr.data.corpus import Corpus
 from cgr.errors import CacheMismatchError
+from cgr.files import atomic_write
 from cgr.retrieval.encoders import TextEncoder
-
-
-def _atomic_write_bytes(path: Path, write) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    with tmp.open("wb") as f:
-        write(f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def cache_folder(root: str | Path, model_name: str, corpus: Corpus) -> Path:
@@ -72,7 +63,9 @@ class EmbeddingCache:
         self.folder.mkdir(parents=True, exist_ok=True)
         meta_bytes = json.dumps(self.meta, indent=1).encode()
         if not (self.folder / "meta.json").exists():
-            _atomic_write_bytes(self.folder / "meta.json", lambda f: f.write(meta_bytes))
+            atomic_write(
+                self.folder / "meta.json", binary=True, write=lambda f: f.write(meta_bytes)
+            )
         texts = self.corpus.texts
         n_chunks = (len(texts) + self.chunk_size - 1) // self.chunk_size
         todo = [n for n in range(n_chunks) if not self._chunk_path(n).exists()]
@@ -89,7 +82,7 @@ class EmbeddingCache:
         for n in todo:
             chunk = texts[n * self.chunk_size : (n + 1) * self.chunk_size]
             vectors = encoder.encode(chunk)
-            _atomic_write_bytes(self._chunk_path(n), lambda f, v=vectors: np.save(f, v))
+            atomic_write(self._chunk_path(n), binary=True, write=lambda f, v=vectors: np.save(f, v))
             bar.update(len(chunk))
         bar.close()
         parts = [np.load(self._chunk_path(n)) for n in range(n_chunks)]

@@ -30,11 +30,12 @@ class BM25Retriever:
             bm25s.tokenize(corpus.texts, stopwords="en", show_progress=False), show_progress=False
         )
 
-    def retrieve(self, queries: list[str]) -> list[list[RetrievedFact]]:
+    def retrieve(self, queries: list[str], k: int | None = None) -> list[list[RetrievedFact]]:
         if not queries:
             return []
+        k = min(k or self.k, len(self.corpus))
         tokens = self._bm25s.tokenize(queries, stopwords="en", show_progress=False)
-        positions, scores = self.model.retrieve(tokens, k=self.k, show_progress=False)
+        positions, scores = self.model.retrieve(tokens, k=k, show_progress=False)
         return [_to_facts(self.corpus, p, s) for p, s in zip(positions, scores, strict=True)]
 
 
@@ -47,11 +48,12 @@ class TfidfRetriever:
         self.vectorizer = TfidfVectorizer(stop_words="english", sublinear_tf=True)
         self.matrix = self.vectorizer.fit_transform(corpus.texts)
 
-    def retrieve(self, queries: list[str]) -> list[list[RetrievedFact]]:
+    def retrieve(self, queries: list[str], k: int | None = None) -> list[list[RetrievedFact]]:
         if not queries:
             return []
+        k = min(k or self.k, len(self.corpus))
         scores = (self.vectorizer.transform(queries) @ self.matrix.T).toarray()
-        top = np.argpartition(-scores, self.k - 1, axis=1)[:, : self.k]
+        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
         out = []
         for row, cols in enumerate(top):
             order = cols[np.argsort(-scores[row, cols], kind="stable")]

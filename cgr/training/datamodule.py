@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from dataclasses import asdict
 from itertools import zip_longest
 from pathlib import Path
 
@@ -12,15 +10,14 @@ import pytorch_lightning as pl
 import torch
 from torch.utils.data import DataLoader, DistributedSampler
 
-from cgr.chains.builder import ChainBuilder, ChainConfig
+from cgr.chains.builder import ChainConfig
 from cgr.data.gold import attach_gold_facts
-from cgr.data.hypothesis import HypothesisGenerator
 from cgr.data.loaders import load_multiple_choice
-from cgr.errors import ConfigError
-from cgr.evidence.selection import EvidenceConfig, select_evidence
+from cgr.evidence.pipeline import EvidencePipeline
+from cgr.evidence.pools import load_examples, pool_cache_key, save_examples
+from cgr.evidence.selection import EvidenceConfig
 from cgr.reader.examples import ReaderExample
-from cgr.retrieval.factory import RetrievalConfig, build_retriever
-from cgr.training.pools import build_examples, load_examples, pool_cache_key, save_examples
+from cgr.retrieval.factory import RetrievalConfig
 
 log = logging.getLogger(__name__)
 
@@ -66,22 +63,21 @@ class QADataModule(pl.LightningDataModule):
         shuffle: bool = True,
     ):
         super().__init__()
-        self.retrieval = retrieval or RetrievalConfig()
-        self.chains = chains or ChainConfig()
-        self.evidence = evidence or EvidenceConfig()
-        if max_evidence < 1:
-            raise ConfigError(f"data.max_evidence must be >= 1, not {max_evidence}")
+        self.pipeline = EvidencePipeline(
+            retrieval, chains, evidence, max_evidence, retrieval_batch_size
+        )
         self.save_hyperparameters(ignore=["retrieval", "chains", "evidence"])
-        self.hparams["retrieval"] = asdict(self.retrieval)
-        self.hparams["chains"] = asdict(self.chains)
-        self.hparams["evidence"] = asdict(self.evidence)
-        self._retriever = None
-        self._relevance = None
-        self.chain_builder: ChainBuilder | None = None
-        self._query_model = None  # a trained query encoder (CGR) replacing the configured one
-        self._hypotheses = None
+        self.hparams.update(self.pipeline.settings())
         self._questions: dict[str, list] = {}
         self.splits: dict[str, list[ReaderExample]] = {}
+
+    @property
+    def retrieval(self) -> RetrievalConfig:
+        return self.pipeline.retrieval
+
+    @property
+    def chains(self) -> ChainConfig:
+        return self.pipeline.chains
 
     def _examples(self, split: str, paths: str | list[str]) -> list[ReaderExample]:
         return self._on_shares(self.load_pools(split, paths), self.select)
@@ -103,56 +99,22 @@ class QADataModule(pl.LightningDataModule):
             log.info("gold facts for %d of %d %s questions", hit, len(questions), split)
         self._questions[split] = questions
         # keyed by content, not split name: eval of the dev file reuses the pools of validation
-        extra = f"{len(questions)}:{self._query_fingerprint()}" + (":turns" if in_turns else "")
+        fingerprint = self.pipeline.query_fingerprint()
+        extra = f"{len(questions)}:{fingerprint}" + (":turns" if in_turns else "")
         key = pool_cache_key(paths + gold_files, self.retrieval, extra)
         cache = Path(self.hparams.pool_cache_dir) / f"{Path(paths[0]).stem}-{key}.jsonl"
         if cache.exists():
             log.info("evidence pools for %s from cache %s", ", ".join(paths), cache)
             return load_examples(cache)
-        examples = self._on_shares(questions, lambda qs: self._retrieve(qs, split))
+        examples = self._on_shares(
+            questions, lambda qs: self.pipeline.pools(qs, f"retrieving evidence ({split})")
+        )
         save_examples(cache, examples)  # atomic rename: ranks writing the same file is safe
         return examples
 
-    def _retrieve(self, questions: list, split: str) -> list[ReaderExample]:
-        if self._hypotheses is None:
-            self._hypotheses = HypothesisGenerator()
-        if self._retriever is None and self.retrieval.method not in {"none", "gold"}:
-            self._retriever = build_retriever(self.retrieval)
-            if self._query_model is not None and hasattr(self._retriever, "encoder"):
-                self._retriever.encoder.model = self._query_model
-        return build_examples(
-            questions,
-            self._retriever,
-            self._hypotheses,
-            self.hparams.retrieval_batch_size,
-            desc=f"retrieving evidence ({split})",
-            gold=self.retrieval.method == "gold",
-        )
-
     def select(self, examples: list[ReaderExample]) -> list[ReaderExample]:
-        """pool -> Ê (chains on, padded with pool facts by default) or the pool (chains off) ->
-        at most max_evidence facts per choice, ordered and de-duplicated (data.evidence)."""
-        if self.chains.enabled:
-            if self.chain_builder is None:
-                self.chain_builder = ChainBuilder(self.chains)
-            self.chain_builder.attach(examples, None)
-        relevance = None
-        if self.evidence.order != "retrieval" and any(p for ex in examples for p in ex.facts):
-            relevance = self._relevance_scorer()
-        select_evidence(examples, self.evidence, self.hparams.max_evidence, relevance)
-        return examples
-
-    def _relevance_scorer(self):
-        if self._relevance is None:
-            from cgr.data.corpus import Corpus
-            from cgr.evidence.relevance import HypothesisRelevance
-            from cgr.retrieval.encoders import TextEncoder
-
-            cfg = self.retrieval
-            encoder = TextEncoder(cfg.encoder, cfg.encode_batch_size, cfg.max_query_length)
-            corpus = Corpus.from_files(cfg.corpus) if cfg.corpus else None
-            self._relevance = HypothesisRelevance(encoder, corpus, cfg.cache_dir)
-        return self._relevance
+        """pool -> Ê or the pool -> the facts each choice offers (EvidencePipeline.select)."""
+        return self.pipeline.select(examples)
 
     def _on_shares(self, items: list, work, trainer=None) -> list:
         """`work` on this DDP rank's share of `items` (every world-size-th one), then the shares
@@ -173,18 +135,7 @@ class QADataModule(pl.LightningDataModule):
 
     def use_query_encoder(self, model) -> None:
         """Retrieve with a trained query encoder (a CGR checkpoint) instead of the configured one."""
-        self._query_model = model
-        if self._retriever is not None and hasattr(self._retriever, "encoder"):
-            self._retriever.encoder.model = model
-
-    def _query_fingerprint(self) -> str:
-        if self._query_model is None:
-            return "base"
-        params = list(self._query_model.parameters())
-        h = hashlib.sha1()
-        for p in params[:4] + params[-4:]:
-            h.update(p.detach().float().cpu().numpy().tobytes())
-        return h.hexdigest()[:12]
+        self.pipeline.use_query_encoder(model)
 
     def refresh_evidence(self, query_model, trainer=None, splits: list[str] | None = None) -> None:
         """Re-retrieve pools and chains with the current query encoder (CGR, every n epochs).
@@ -204,7 +155,9 @@ class QADataModule(pl.LightningDataModule):
                     questions = self._questions.get(split, [])
                     examples[:] = self._on_shares(
                         questions,
-                        lambda qs, s=split: self.select(self._retrieve(qs, f"{s}, refresh")),
+                        lambda qs, s=split: self.pipeline(
+                            qs, f"retrieving evidence ({s}, refresh)"
+                        ),
                         trainer,
                     )
         finally:

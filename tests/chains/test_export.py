@@ -2,12 +2,9 @@
 
 import json
 import re
-import shutil
-import subprocess
-
-import pytest
 
 from cgr.chains.export import chain_text, export_record, write_exports
+from tests.chromium import run_chromium
 
 PREDICTION = {
     "id": "solar-1", "question": "Which energy source is renewable and natural?", "predicted": "C", "answer": "C",
@@ -45,25 +42,6 @@ def test_write_exports_gives_jsonl_and_self_contained_html(tmp_path):
     assert "</script><script" not in json.dumps(record)
 
 
-CHROMIUM = (
-    shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-)
-
-
-def run_chromium(page, tmp_path):
-    if CHROMIUM is None:
-        pytest.fail(
-            "Chromium is not installed: .ci/run installs Debian's chromium (apt-get install chromium)"
-        )
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
-             "--virtual-time-budget=3000", "--dump-dom", page.as_uri()]  # fmt: skip
-    proc = subprocess.run([CHROMIUM, *flags], capture_output=True, text=True, timeout=120)
-    console_errors = [line for line in proc.stderr.splitlines() if "CONSOLE" in line]
-    return proc.stdout, console_errors
-
-
 def test_report_renders_chains_in_headless_chromium(tmp_path):
     _, page = write_exports([PREDICTION], tmp_path)
     dom, console = run_chromium(page, tmp_path)
@@ -80,3 +58,15 @@ def test_console_errors_are_caught(tmp_path):
     page.write_text("<html><body><script>undefinedFunction();</script></body></html>")
     _, console = run_chromium(page, tmp_path)
     assert any("undefinedFunction" in line for line in console)
+
+
+def test_markup_in_a_question_cannot_blank_the_report(tmp_path):
+    """`<!--<script>` in the data block once swallowed the page's script (issue 16)."""
+    hostile = {**PREDICTION, "id": "h-1", "question": "Is <!--<script> or </script> & co safe?"}
+    _, page = write_exports([hostile], tmp_path)
+    data_block = page.read_text().split('<script id="data" type="application/json">')[1]
+    assert "<!--" not in data_block.split("</script>")[0]
+    dom, console = run_chromium(page, tmp_path)
+    assert console == []
+    assert "Is &lt;!--&lt;script&gt; or &lt;/script&gt; &amp; co safe?" in dom
+    assert "Question -natural-&gt; [1]" in dom

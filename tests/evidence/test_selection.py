@@ -2,12 +2,12 @@ import pytest
 
 from cgr.data.records import Choice, Question
 from cgr.errors import ConfigError
+from cgr.evidence.pools import gold_pools
 from cgr.evidence.relevance import HypothesisRelevance
 from cgr.evidence.selection import EvidenceConfig, select_evidence
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.base import RetrievedFact
 from cgr.retrieval.encoders import TextEncoder
-from cgr.training.pools import gold_pools
 
 
 def fact(text, score=0.5):

@@ -13,10 +13,8 @@ def write_config(tmp_path, **retrieval):
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("fit")
-    assert main(["train", "--config", str(write_config(tmp_path))]) == 0
-    return tmp_path
+def trained(tiny_run):
+    return tiny_run
 
 
 def test_fit_writes_best_and_last_checkpoints_and_metrics(trained, capsys):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from dataclasses import asdict
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from cgr.data.hypothesis import HypothesisGenerator
 from cgr.data.loaders import require_file
 from cgr.data.records import Question, fact_id
 from cgr.errors import ConfigError
+from cgr.files import atomic_write
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.base import RetrievedFact, Retriever
 from cgr.retrieval.factory import RetrievalConfig
@@ -53,6 +53,7 @@ def build_examples(
     batch_size: int = 64,
     desc: str = "retrieving",
     gold: bool = False,
+    progress: bool = True,
 ) -> list[ReaderExample]:
     """records -> hypotheses -> pools: the first three stages of the data flow. `gold`: every
     choice's pool is its question's gold facts (the oracle row of benchmarks/evidence.py)."""
@@ -62,7 +63,9 @@ def build_examples(
     if gold:
         pools = gold_pools(questions, all_hyps)
     elif retriever is not None:
-        for start in tqdm(range(0, len(flat), batch_size), desc=desc, unit="batch"):
+        for start in tqdm(
+            range(0, len(flat), batch_size), desc=desc, unit="batch", disable=not progress
+        ):
             pools[start : start + batch_size] = retriever.retrieve(flat[start : start + batch_size])
     examples, cursor = [], 0
     for q, hyps in zip(questions, all_hyps, strict=True):
@@ -105,13 +108,7 @@ def gold_pools(questions: list[Question], all_hyps: list[list[str]]) -> list[lis
 
 
 def save_examples(path: Path, examples: list[ReaderExample]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    with tmp.open("w", encoding="utf-8") as f:
-        for ex in examples:
-            row = asdict(ex)
-            f.write(json.dumps(row) + "\n")
-    os.replace(tmp, path)
+    atomic_write(path, lambda f: f.writelines(json.dumps(asdict(ex)) + "\n" for ex in examples))
 
 
 def load_examples(path: Path) -> list[ReaderExample]:

@@ -1,0 +1,147 @@
+"""The Python API: a trained model answers questions and shows its evidence; a retriever finds
+facts. In the style of sentence-transformers:
+
+    import cgr
+    model = cgr.Predictor.from_checkpoint("checkpoints/quickstart/best.ckpt")
+    prediction = model.predict("Which gas do plants take in?", ["oxygen", "carbon dioxide"])
+    prediction.answer, prediction.scores, prediction.answer_choice.chains
+
+    retriever = cgr.Retriever.from_corpus(["data/sample/facts.txt"])
+    retriever.retrieve("plants take in carbon dioxide", k=5)
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from cgr.data.loaders import load_multiple_choice
+from cgr.data.records import Choice, Question
+from cgr.errors import ConfigError
+from cgr.evaluation.predict import data_settings, load_module, module_class
+from cgr.evaluation.prediction import Prediction
+from cgr.evidence.pipeline import EvidencePipeline
+from cgr.retrieval.base import RetrievedFact
+from cgr.retrieval.factory import RetrievalConfig, build_retriever
+from cgr.training.checkpoints import read_checkpoint
+
+
+def _device(device: str | None) -> str:
+    return device or ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def make_question(
+    question: str,
+    choices: Sequence[str],
+    labels: Sequence[str] | None = None,
+    question_id: str = "question",
+) -> Question:
+    """A question record from plain text; a clear ConfigError for what cannot be answered."""
+    if not question.strip():
+        raise ConfigError("the question is empty")
+    if len(choices) < 2 or any(not c.strip() for c in choices):
+        raise ConfigError("give at least two non-empty choices")
+    labels = list(labels or string.ascii_uppercase[: len(choices)])
+    if len(labels) != len(choices) or len(set(labels)) != len(labels):
+        raise ConfigError("labels must be as many as the choices and all different")
+    options = [Choice(lb, c) for lb, c in zip(labels, choices, strict=True)]
+    return Question(question_id, question, options, None)
+
+
+class Predictor:
+    """A trained reader (ReaderModule or CGRModule) with the evidence pipeline it was trained
+    with: retrieval, chains and evidence selection exactly as `cgr eval` runs them."""
+
+    def __init__(self, module, pipeline: EvidencePipeline, batch_size: int = 16):
+        if batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, not {batch_size}")
+        self.module, self.pipeline, self.batch_size = module.eval(), pipeline, batch_size
+
+    @classmethod
+    def from_checkpoint(
+        cls,
+        path: str | Path,
+        device: str | None = None,
+        chains: bool | None = None,
+        batch_size: int = 16,
+    ) -> Predictor:
+        """Loads with `weights_only=True` (a crafted pickle is refused). `chains=False` reads the
+        plain pool instead of Ê; None keeps the checkpoint's setting."""
+        checkpoint = read_checkpoint(path)
+        pipeline = EvidencePipeline.from_settings(data_settings(checkpoint), progress=False)
+        if chains is not None:
+            pipeline.chains.enabled = chains
+        module = load_module(path, checkpoint, _device(device))
+        if hasattr(module, "query_encoder"):  # CGR: retrieve with the trained query encoder
+            pipeline.use_query_encoder(module.query_encoder.eval())
+        return cls(module, pipeline, batch_size)
+
+    def predict(
+        self,
+        question: str,
+        choices: Sequence[str],
+        labels: Sequence[str] | None = None,
+        question_id: str = "question",
+    ) -> Prediction:
+        """Scores every choice of one question; labels default to A, B, C, ..."""
+        return self.predict_questions([make_question(question, choices, labels, question_id)])[0]
+
+    def predict_file(self, path: str | Path) -> list[Prediction]:
+        """Every question of an official-format OBQA / ARC jsonl file."""
+        return self.predict_questions(load_multiple_choice(path))
+
+    @torch.no_grad()
+    def predict_questions(self, questions: list[Question]) -> list[Prediction]:
+        examples = self.pipeline(questions)
+        out: list[Prediction] = []
+        for start in range(0, len(examples), self.batch_size):
+            batch = examples[start : start + self.batch_size]
+            for example, scores in self.module.predict_step(batch, start // self.batch_size):
+                out.append(Prediction.from_example(example, scores))
+        return out
+
+
+class Retriever:
+    """Fact retrieval alone: dense (one step), beam (iterative), BM25 or TF-IDF over corpus
+    files, with the package's cached corpus vectors and FAISS index."""
+
+    def __init__(self, config: RetrievalConfig, query_model=None):
+        if config.method in {"none", "gold"}:
+            raise ConfigError(f"retrieval.method {config.method!r} retrieves nothing")
+        self.config = config
+        self._retriever = build_retriever(config)
+        if query_model is not None and hasattr(self._retriever, "encoder"):
+            self._retriever.encoder.model = query_model
+
+    @classmethod
+    def from_corpus(
+        cls, corpus: str | Sequence[str], method: str = "dense", encoder: str = "minilm", **settings
+    ) -> Retriever:
+        """`settings`: any other RetrievalConfig field (beam_size, steps, open_book, ...)."""
+        files = [corpus] if isinstance(corpus, str) else list(corpus)
+        return cls(RetrievalConfig(method=method, corpus=files, encoder=encoder, **settings))
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path) -> Retriever:
+        """The retrieval a checkpoint was trained with; a CGR checkpoint's trained query encoder."""
+        checkpoint = read_checkpoint(path)
+        config = RetrievalConfig(**data_settings(checkpoint)["retrieval"])
+        query_model = None
+        if module_class(checkpoint).__name__ == "CGRModule":
+            module = load_module(path, checkpoint)
+            query_model = module.query_encoder.eval()
+        return cls(config, query_model)
+
+    def retrieve(
+        self, queries: str | Sequence[str], k: int = 10
+    ) -> list[RetrievedFact] | list[list[RetrievedFact]]:
+        """One query: its best `k` facts; a list of queries: a list of such lists."""
+        if k < 1:
+            raise ConfigError(f"k must be >= 1, not {k}")
+        single = isinstance(queries, str)
+        with torch.no_grad():
+            found = self._retriever.retrieve([queries] if single else list(queries), k)
+        return found[0] if single else found

@@ -1,0 +1,158 @@
+"""The evidence pipeline, in plain Python: questions -> hypotheses -> pool -> chains -> Ê ->
+the facts each choice offers the reader.
+
+Training (QADataModule), `cgr eval`, the Python API (`cgr.Predictor`), `cgr explain` / `serve`
+and the benchmarks all call this one object, so a setting means the same thing everywhere.
+Lightning wraps it; nothing here knows about Lightning (caching per split and DDP shares are the
+DataModule's business)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict
+from typing import Any
+
+from cgr.amr.parsers import AMRConfig
+from cgr.chains.builder import ChainBuilder, ChainConfig
+from cgr.data.hypothesis import HypothesisGenerator
+from cgr.data.records import Question
+from cgr.errors import ConfigError
+from cgr.evidence.pools import build_examples
+from cgr.evidence.selection import EvidenceConfig, select_evidence
+from cgr.reader.examples import ReaderExample
+from cgr.retrieval.factory import RetrievalConfig, build_retriever
+
+
+class EvidencePipeline:
+    """Args: retrieval (how pools are found), chains (reasoning chains and Ê), evidence (order
+    and de-duplication of each choice's facts), max_evidence (facts offered per choice),
+    retrieval_batch_size (hypotheses per retrieval call)."""
+
+    def __init__(
+        self,
+        retrieval: RetrievalConfig | None = None,
+        chains: ChainConfig | None = None,
+        evidence: EvidenceConfig | None = None,
+        max_evidence: int = 15,
+        retrieval_batch_size: int = 64,
+        progress: bool = True,
+    ):
+        if max_evidence < 1:
+            raise ConfigError(f"data.max_evidence must be >= 1, not {max_evidence}")
+        if retrieval_batch_size < 1:
+            raise ConfigError(f"data.retrieval_batch_size must be >= 1, not {retrieval_batch_size}")
+        self.retrieval = retrieval or RetrievalConfig()
+        self.chains = chains or ChainConfig()
+        self.evidence = evidence or EvidenceConfig()
+        self.max_evidence = max_evidence
+        self.retrieval_batch_size = retrieval_batch_size
+        self.progress = progress
+        self._retriever = None
+        self._hypotheses: HypothesisGenerator | None = None
+        self._chain_builder: ChainBuilder | None = None
+        self._relevance = None
+        self._query_model = None  # a trained query encoder (CGR) replacing the configured one
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any], **overrides) -> EvidencePipeline:
+        """From the `data` settings a checkpoint stores (QADataModule's hyper-parameters);
+        settings that are not the pipeline's (files, batch sizes) are ignored. Checkpoints
+        written before `data.evidence` existed read the pool in retrieval order."""
+        chain_settings = dict(settings.get("chains") or {"enabled": False})
+        chain_settings["amr"] = AMRConfig(**(chain_settings.get("amr") or {}))
+        kwargs = {
+            "retrieval": RetrievalConfig(**settings["retrieval"]),
+            "chains": ChainConfig(**chain_settings),
+            "evidence": EvidenceConfig(**(settings.get("evidence") or {"order": "retrieval"})),
+            "max_evidence": settings.get("max_evidence", 15),
+            "retrieval_batch_size": settings.get("retrieval_batch_size", 64),
+        }
+        return cls(**{**kwargs, **overrides})
+
+    def settings(self) -> dict[str, Any]:
+        """Plain values (stored in checkpoints; `from_settings` reads them back)."""
+        return {
+            "retrieval": asdict(self.retrieval),
+            "chains": asdict(self.chains),
+            "evidence": asdict(self.evidence),
+            "max_evidence": self.max_evidence,
+            "retrieval_batch_size": self.retrieval_batch_size,
+        }
+
+    # stages -------------------------------------------------------------------------------
+    def pools(
+        self, questions: list[Question], desc: str = "retrieving evidence"
+    ) -> list[ReaderExample]:
+        """records -> hypotheses -> evidence pools (one per choice, best first)."""
+        if self._hypotheses is None:
+            self._hypotheses = HypothesisGenerator()
+        return build_examples(
+            questions,
+            self.retriever,
+            self._hypotheses,
+            self.retrieval_batch_size,
+            desc=desc,
+            gold=self.retrieval.method == "gold",
+            progress=self.progress,
+        )
+
+    def select(self, examples: list[ReaderExample]) -> list[ReaderExample]:
+        """pool -> Ê (chains on; padded with pool facts by default) or the pool (chains off) ->
+        at most max_evidence facts per choice, ordered and de-duplicated (`evidence`)."""
+        if self.chains.enabled:
+            if self._chain_builder is None:
+                self._chain_builder = ChainBuilder(self.chains, progress=self.progress)
+            self._chain_builder.attach(examples, None)
+        relevance = None
+        if self.evidence.order != "retrieval" and any(p for ex in examples for p in ex.facts):
+            relevance = self._relevance_scorer()
+        select_evidence(examples, self.evidence, self.max_evidence, relevance)
+        return examples
+
+    def __call__(
+        self, questions: list[Question], desc: str = "retrieving evidence"
+    ) -> list[ReaderExample]:
+        """All stages: what the reader is offered for each question."""
+        return self.select(self.pools(questions, desc))
+
+    # parts --------------------------------------------------------------------------------
+    @property
+    def retriever(self):
+        """The configured retriever (built on first use; None for `none` and `gold`)."""
+        if self._retriever is None and self.retrieval.method not in {"none", "gold"}:
+            self._retriever = build_retriever(self.retrieval)
+            if self._query_model is not None and hasattr(self._retriever, "encoder"):
+                self._retriever.encoder.model = self._query_model
+        return self._retriever
+
+    @property
+    def chain_builder(self) -> ChainBuilder | None:
+        return self._chain_builder
+
+    def _relevance_scorer(self):
+        if self._relevance is None:
+            from cgr.data.corpus import Corpus
+            from cgr.evidence.relevance import HypothesisRelevance
+            from cgr.retrieval.encoders import TextEncoder
+
+            cfg = self.retrieval
+            encoder = TextEncoder(cfg.encoder, cfg.encode_batch_size, cfg.max_query_length)
+            corpus = Corpus.from_files(cfg.corpus) if cfg.corpus else None
+            self._relevance = HypothesisRelevance(encoder, corpus, cfg.cache_dir)
+        return self._relevance
+
+    def use_query_encoder(self, model) -> None:
+        """Retrieve with a trained query encoder (a CGR checkpoint) instead of the configured one."""
+        self._query_model = model
+        if self._retriever is not None and hasattr(self._retriever, "encoder"):
+            self._retriever.encoder.model = model
+
+    def query_fingerprint(self) -> str:
+        """ "base", or a short hash of the trained query encoder's weights (pool cache keys)."""
+        if self._query_model is None:
+            return "base"
+        params = list(self._query_model.parameters())
+        h = hashlib.sha1()
+        for p in params[:4] + params[-4:]:
+            h.update(p.detach().float().cpu().numpy().tobytes())
+        return h.hexdigest()[:12]

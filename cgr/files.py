@@ -1,0 +1,56 @@
+"""Output files: one atomic write helper, and checks that an output path is writable before
+long work starts (so a typo in --out costs a second, not an evaluation)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+from cgr.errors import ConfigError
+
+
+def atomic_write(path: str | Path, write: Callable[[IO], None], binary: bool = False) -> Path:
+    """`write(f)` into a temporary file beside `path`, flushed to disk, then renamed over it:
+    readers (and DDP ranks writing the same file) see the old or the new file, never half."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    try:
+        with tmp.open("wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    return atomic_write(path, lambda f: f.write(text))
+
+
+def require_writable_dir(path: str | Path, what: str) -> Path:
+    """Creates the folder if needed and proves a file can be written in it."""
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".cgr-write-test"):
+            pass
+    except OSError as e:
+        raise ConfigError(f"{what} {folder}: cannot write there ({e.strerror or e})") from e
+    return folder
+
+
+def require_writable_file(path: str | Path, what: str) -> Path:
+    """The file's folder is writable and the path is not a folder."""
+    file = Path(path)
+    if file.is_dir():
+        raise ConfigError(f"{what} {file}: is a folder, not a file")
+    require_writable_dir(file.parent, what)
+    if file.exists() and not os.access(file, os.W_OK):
+        raise ConfigError(f"{what} {file}: the file is not writable")
+    return file

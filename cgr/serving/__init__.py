@@ -1,0 +1,1 @@
+"""A trained model for people: `cgr explain` (one question, in the terminal) and `cgr serve`."""

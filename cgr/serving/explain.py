@@ -1,0 +1,63 @@
+"""`cgr explain`: one question answered by a checkpoint, with each choice's chains as text and
+the same question drawn in an HTML page."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from cgr.chains.export import export_record, write_exports
+from cgr.evaluation.prediction import Prediction
+from cgr.files import require_writable_dir
+
+
+def explanation(prediction: Prediction, max_chains: int = 3) -> list[str]:
+    """The lines `cgr explain` prints: answer first, then every choice with its chains (facts
+    numbered once per question, listed at the end)."""
+    record = export_record(prediction.to_dict())
+    best = prediction.answer_choice
+    lines = [
+        f"question: {prediction.question}",
+        f"answer: ({best.label}) {best.text}  score {best.score:.3f}",
+    ]
+    for choice in record["choices"]:
+        mark = "*" if choice["label"] == prediction.answer else " "
+        chains = choice["chains"]
+        lines.append(
+            f"{mark} ({choice['label']}) {choice['text']}  score {choice['score']:.3f}  "
+            f"{len(chains)} chain(s), {len(choice['facts_read'])} fact(s) read"
+        )
+        lines.extend(f"      {chain['rendered']}" for chain in chains[:max_chains])
+        if not chains and choice["facts_read"]:
+            lines.append(f"      no chain; best fact read: {choice['facts_read'][0]}")
+    if record["facts"]:
+        lines.append("facts:")
+        lines.extend(f"  [{f['n']}] {f['text']}" for f in record["facts"])
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="cgr explain", description="Answer one question and show the chains behind it."
+    )
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--question", required=True)
+    parser.add_argument("--choices", nargs="+", required=True, help="two or more answer choices")
+    parser.add_argument("--labels", nargs="+", default=None, help="default: A B C ...")
+    parser.add_argument("--max-chains", type=int, default=3, help="chains printed per choice")
+    parser.add_argument(
+        "--out-dir",
+        default="explain",
+        help="chains.jsonl and chains.html go here (default: explain/)",
+    )
+    args = parser.parse_args(argv)
+    from cgr.api import Predictor, make_question
+
+    question = make_question(args.question, args.choices, args.labels)  # before the model loads
+    out_dir = require_writable_dir(args.out_dir, "--out-dir")
+    model = Predictor.from_checkpoint(args.checkpoint)
+    prediction = model.predict_questions([question])[0]
+    print("\n".join(explanation(prediction, args.max_chains)))
+    _, page = write_exports([prediction.to_dict()], Path(out_dir))
+    print(f"page: {page}")
+    return 0

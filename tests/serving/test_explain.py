@@ -1,0 +1,52 @@
+"""`cgr explain` on a real tiny checkpoint: the answer, chains as text, and the page."""
+
+import pytest
+
+from cgr.cli import main
+from cgr.evaluation.prediction import ChoicePrediction, Prediction
+from cgr.serving.explain import explanation
+
+
+def test_explain_prints_the_answer_and_a_chain_and_writes_a_page(tiny_run, capsys, tmp_path):
+    code = main(["explain", "--checkpoint", str(tiny_run / "ckpt" / "best.ckpt"),
+                 "--question", "Which energy source is renewable?",
+                 "--choices", "coal", "a solar panel", "--out-dir", str(tmp_path / "x")])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("question: Which energy source is renewable?\nanswer: (")
+    assert "Question -" in out and "-> (B)" in out, out  # a chain to the solar-panel choice
+    assert (tmp_path / "x" / "chains.html").is_file()
+
+
+def test_an_unwritable_out_dir_fails_before_the_model_loads(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    code = main(["explain", "--checkpoint", "no/such.ckpt", "--question", "q?",
+                 "--choices", "a", "b", "--out-dir", str(blocker / "sub")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "--out-dir" in err and "cannot write there" in err
+
+
+def test_explanation_lists_chains_under_their_choice():
+    chain = {
+        "facts": ["f1"],
+        "links": ["renewable", "solar"],
+        "texts": ["solar energy is renewable"],
+    }
+    p = Prediction("q", "Which is renewable?", "B", [
+        ChoicePrediction("A", "coal", -1.0, "Coal is renewable.", [{"text": "coal burns"}], []),
+        ChoicePrediction("B", "solar", 2.0, "Solar is renewable.", [], [chain]),
+    ])  # fmt: skip
+    lines = explanation(p)
+    assert lines[1] == "answer: (B) solar  score 2.000"
+    assert "      no chain; best fact read: coal burns" in lines
+    b = lines.index("* (B) solar  score 2.000  1 chain(s), 0 fact(s) read")
+    assert lines[b + 1] == "      Question -renewable-> [1] -solar-> (B)"
+    assert lines[-1] == "  [1] solar energy is renewable"
+
+
+@pytest.mark.parametrize("question", ["", "   "])
+def test_empty_question_is_exit_2(tiny_run, capsys, question, tmp_path):
+    code = main(["explain", "--checkpoint", str(tiny_run / "ckpt" / "best.ckpt"), "--question",
+                 question, "--choices", "a", "b", "--out-dir", str(tmp_path)])  # fmt: skip
+    assert code == 2 and "the question is empty" in capsys.readouterr().err

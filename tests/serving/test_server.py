@@ -1,0 +1,118 @@
+"""`cgr serve` on a real tiny checkpoint, over real HTTP on loopback: JSON answers, 422s, a burst
+of concurrent requests that all get answered, a full queue that says 503, and the page in
+headless Chromium drawing the chains of a question typed into its form."""
+
+import asyncio
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import quote
+
+import pytest
+import uvicorn
+
+import cgr
+from cgr.api import make_question
+from cgr.serving.server import BatchingQueue, QueueFull, create_app
+from tests.chromium import run_chromium
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tiny_run):
+    predictor = cgr.Predictor.from_checkpoint(tiny_run / "ckpt" / "best.ckpt")
+    port = free_port()
+    config = uvicorn.Config(create_app(predictor, max_waiting=64, max_batch=8), host="127.0.0.1",
+                            port=port, log_level="warning")  # fmt: skip
+    instance = uvicorn.Server(config)
+    thread = threading.Thread(target=instance.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 60
+    while not instance.started and time.time() < deadline:
+        time.sleep(0.1)
+    assert instance.started
+    yield f"http://127.0.0.1:{port}"
+    instance.should_exit = True
+    thread.join(timeout=10)
+
+
+def post(url: str, body) -> tuple[int, dict]:
+    data = json.dumps(body).encode() if not isinstance(body, bytes) else body
+    request = urllib.request.Request(url + "/api/predict", data=data,
+                                     headers={"Content-Type": "application/json"})  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+QUESTION = {"question": "Which energy source is renewable?", "choices": ["coal", "a solar panel"]}
+
+
+def test_json_endpoint_answers_with_scores_facts_and_chains(server):
+    status, body = post(server, QUESTION)
+    assert status == 200
+    assert body["predicted"] in {"A", "B"} and body["answer"] is None
+    assert [c["label"] for c in body["choices"]] == ["A", "B"]
+    assert all(c["facts"] for c in body["choices"])
+    assert any(c["rendered"].startswith("Question -") for ch in body["report"]["choices"]
+               for c in ch["chains"])  # fmt: skip
+
+
+@pytest.mark.parametrize("body, reason", [
+    ({"question": "", "choices": ["a", "b"]}, "at least 1 character"),
+    ({"question": "Why?", "choices": ["only"]}, "at least 2 items"),
+    ({"question": "Why?", "choices": ["a", "b"], "labels": ["A"]}, "labels must be as many"),
+    (b"{not json", "JSON decode error"),
+])  # fmt: skip
+def test_a_bad_request_is_422_with_the_reason(server, body, reason):
+    status, answer = post(server, body)
+    assert status == 422 and reason in json.dumps(answer)
+
+
+def test_a_burst_of_concurrent_requests_is_all_answered(server):
+    with ThreadPoolExecutor(max_workers=24) as pool:
+        results = list(pool.map(lambda _: post(server, QUESTION), range(24)))
+    assert [status for status, _ in results] == [200] * 24
+    assert len({r["predicted"] for _, r in results}) == 1  # same question, same answer
+    with urllib.request.urlopen(server + "/api/health", timeout=10) as response:
+        assert json.loads(response.read())["answered"] >= 24
+
+
+def test_a_full_queue_turns_requests_away_instead_of_hanging():
+    def slow(questions):
+        time.sleep(0.5)
+        return [q.id for q in questions]
+
+    async def scenario():
+        queue = BatchingQueue(slow, max_waiting=2, max_batch=1)
+        await queue.start()
+        tasks = [asyncio.create_task(queue.submit(make_question("q?", ["a", "b"], question_id=str(i))))
+                 for i in range(5)]  # fmt: skip
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        await queue.stop()
+        return results
+
+    results = asyncio.run(scenario())
+    answered = [r for r in results if not isinstance(r, Exception)]
+    refused = [r for r in results if isinstance(r, QueueFull)]
+    assert len(answered) + len(refused) == 5 and len(refused) >= 2 and answered[0] == "0"
+
+
+def test_the_page_draws_the_chains_of_a_question_typed_into_it(server, tmp_path):
+    url = (server + "/?question=" + quote(QUESTION["question"]) + "&choices="
+           + quote(" | ".join(QUESTION["choices"])))  # fmt: skip
+    dom, console = run_chromium(url, tmp_path, budget_ms=20000)
+    assert console == []
+    assert 'id="ask-status">answer: (' in dom
+    assert "Which energy source is renewable?" in dom and 'class="chain-graph"' in dom
