@@ -32,11 +32,10 @@ def train(argv: list[str]) -> int:
         run=False,
         args=argv,
         save_config_kwargs={"overwrite": True},
-        parser_kwargs={"prog": "cgr train"},
+        # allow_abbrev off: `--trainer.max_epoch` must be refused, not read as max_epochs
+        parser_kwargs={"prog": "cgr train", "allow_abbrev": False},
     )
-    cli.trainer.fit(
-        cli.model, datamodule=cli.datamodule, ckpt_path="last" if _has_last(cli) else None
-    )
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=_resume_from(cli))
     if cli.trainer.global_rank != 0:
         return 0
     best = (
@@ -48,20 +47,22 @@ def train(argv: list[str]) -> int:
     return 0
 
 
-def _has_last(cli) -> bool:
+def _resume_from(cli) -> str | None:
+    """last.ckpt of this run's checkpoint folder if it reads (a damaged one is set aside)."""
+    from cgr.training.checkpoints import resume_checkpoint
+
     callback = cli.trainer.checkpoint_callback
-    return bool(
-        callback
-        and callback.dirpath
-        and os.path.exists(os.path.join(callback.dirpath, "last.ckpt"))
-    )
+    if not (callback and callback.dirpath):
+        return None
+    found = resume_checkpoint(callback.dirpath)
+    return str(found) if found else None
 
 
 def evaluate_command(argv: list[str]) -> int:
     from cgr.evaluation.predict import evaluate
 
     parser = argparse.ArgumentParser(
-        prog="cgr eval", description="Score a question file with a checkpoint."
+        prog="cgr eval", description="Score a question file with a checkpoint.", allow_abbrev=False
     )
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument(

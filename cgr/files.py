@@ -33,15 +33,22 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write(path, lambda f: f.write(text))
 
 
-def require_writable_dir(path: str | Path, what: str) -> Path:
-    """Creates the folder if needed and proves a file can be written in it."""
-    folder = Path(path)
+def _cannot_write(folder: Path) -> str | None:
+    """None if a file can be written in `folder` (created if needed), else the reason."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".cgr-write-test"):
             pass
     except OSError as e:
-        raise ConfigError(f"{what} {folder}: cannot write there ({e.strerror or e})") from e
+        return e.strerror or str(e)
+    return None
+
+
+def require_writable_dir(path: str | Path, what: str) -> Path:
+    """Creates the folder if needed and proves a file can be written in it."""
+    folder = Path(path)
+    if reason := _cannot_write(folder):
+        raise ConfigError(f"{what} {folder}: cannot write there ({reason})")
     return folder
 
 
@@ -50,7 +57,8 @@ def require_writable_file(path: str | Path, what: str) -> Path:
     file = Path(path)
     if file.is_dir():
         raise ConfigError(f"{what} {file}: is a folder, not a file")
-    require_writable_dir(file.parent, what)
+    if reason := _cannot_write(file.parent):
+        raise ConfigError(f"{what} {file}: cannot write there ({file.parent}: {reason})")
     if file.exists() and not os.access(file, os.W_OK):
         raise ConfigError(f"{what} {file}: the file is not writable")
     return file

@@ -15,6 +15,7 @@ from cgr.chains.concepts import AMRConcepts, amr_concepts
 from cgr.chains.graph import build_semantic_graph, question_concepts
 from cgr.chains.search import ChainSearchConfig, chain_evidence, find_chains
 from cgr.reader.examples import ReaderExample
+from cgr.validation import at_least, positive
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,11 @@ class ChainConfig:
     time_budget_s: float = 0.5
     merge_roots: bool = True
     pad_evidence: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("max_facts", "max_chains", "evidence_chains"):
+            at_least(f"data.chains.{name}", getattr(self, name), 1)
+        positive("data.chains.time_budget_s", self.time_budget_s)
 
 
 class ChainBuilder:

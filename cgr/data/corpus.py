@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from cgr.data.loaders import iter_jsonl, require_file
+from cgr.data.loaders import iter_jsonl, read_utf8, require_file, text_lines
 from cgr.data.records import Fact, fact_id, normalize_fact_text
 from cgr.errors import DataFormatError
 
@@ -25,11 +25,10 @@ def _clean_line(line: str) -> str:
 
 
 def _iter_text(path: Path) -> Iterator[str]:
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            text = _clean_line(line)
-            if text:
-                yield text
+    for _, line in text_lines(path, "corpus file"):
+        text = _clean_line(line)
+        if text:
+            yield text
 
 
 def _iter_jsonl_facts(path: Path) -> Iterator[str]:
@@ -42,7 +41,7 @@ def _iter_jsonl_facts(path: Path) -> Iterator[str]:
 
 def _iter_sentence_dict(path: Path) -> Iterator[str]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_utf8(path, "corpus file"))
     except json.JSONDecodeError as e:
         raise DataFormatError(str(path), e.lineno, "<json>", f"invalid JSON ({e.msg})") from None
     if not isinstance(data, dict):
@@ -57,16 +56,16 @@ def _iter_sentence_dict(path: Path) -> Iterator[str]:
 def _iter_worldtree_tables(folder: Path) -> Iterator[str]:
     """WorldTree tablestore: a row's text is its non-[SKIP] cells joined by spaces."""
     for table in sorted(folder.glob("*.tsv")):
-        with table.open(encoding="utf-8") as f:
-            rows = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-            header = next(rows, None)
-            if header is None:
-                continue
-            keep = [i for i, h in enumerate(header) if not h.startswith("[SKIP]")]
-            for row in rows:
-                text = " ".join(row[i].strip() for i in keep if i < len(row) and row[i].strip())
-                if text:
-                    yield normalize_fact_text(text)
+        lines = (line for _, line in text_lines(table, "corpus table"))
+        rows = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
+        header = next(rows, None)
+        if header is None:
+            continue
+        keep = [i for i, h in enumerate(header) if not h.startswith("[SKIP]")]
+        for row in rows:
+            text = " ".join(row[i].strip() for i in keep if i < len(row) and row[i].strip())
+            if text:
+                yield normalize_fact_text(text)
 
 
 def iter_fact_texts(path: str | Path) -> Iterator[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from cgr.data.loaders import iter_jsonl, require_file
+from cgr.data.loaders import iter_jsonl, require_file, text_lines
 from cgr.data.records import Question, normalize_fact_text
 from cgr.errors import DataFormatError
 
@@ -37,18 +37,18 @@ def load_worldtree_explanations(path: str | Path) -> dict[str, list[str]]:
     facts_path = require_file(p.parent / WORLDTREE_FACTS, "WorldTree facts beside the explanations")
     texts = _worldtree_texts(facts_path)
     gold: dict[str, list[str]] = {}
-    with p.open(encoding="utf-8", newline="") as f:
-        for lineno, row in enumerate(csv.DictReader(f, delimiter="\t"), start=2):
-            qid, explanation = row.get("QuestionID"), row.get("explanation")
-            if not qid or explanation is None:
-                raise DataFormatError(str(p), lineno, "QuestionID/explanation", "missing")
-            items = []
-            for n, item in enumerate(explanation.split()):
-                uid, _, role = item.partition("|")
-                if uid not in texts:
-                    raise DataFormatError(str(p), lineno, "explanation", f"unknown fact uid {uid}")
-                items.append((_ROLE_ORDER.get(role, 3), n, texts[uid]))
-            gold[qid] = [text for _, _, text in sorted(items)]
+    lines = (line for _, line in text_lines(p, "gold facts file"))
+    for lineno, row in enumerate(csv.DictReader(lines, delimiter="\t"), start=2):
+        qid, explanation = row.get("QuestionID"), row.get("explanation")
+        if not qid or explanation is None:
+            raise DataFormatError(str(p), lineno, "QuestionID/explanation", "missing")
+        items = []
+        for n, item in enumerate(explanation.split()):
+            uid, _, role = item.partition("|")
+            if uid not in texts:
+                raise DataFormatError(str(p), lineno, "explanation", f"unknown fact uid {uid}")
+            items.append((_ROLE_ORDER.get(role, 3), n, texts[uid]))
+        gold[qid] = [text for _, _, text in sorted(items)]
     return gold
 
 

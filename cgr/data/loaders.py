@@ -22,20 +22,47 @@ def require_file(path: str | Path, what: str = "data file") -> Path:
     return p
 
 
+MAX_QUESTION_CHARS = 20_000  # longer than any benchmark question by 10x; spaCy's limit is 1M
+MAX_CHOICE_CHARS = 5_000
+
+
+def read_utf8(path: str | Path, what: str = "data file") -> str:
+    """The whole file as text; a byte that is not UTF-8 is named by line and column."""
+    p = require_file(path, what)
+    data = p.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise DataFormatError(
+            str(p),
+            line,
+            "<encoding>",
+            f"byte 0x{data[e.start]:02x} at column {column} is not UTF-8",
+        ) from None
+
+
+def text_lines(path: str | Path, what: str = "data file") -> Iterator[tuple[int, str]]:
+    """(line number, line) of a UTF-8 text file; only "\n" ends a line (a U+2028 inside a
+    JSON string does not)."""
+    for lineno, line in enumerate(read_utf8(path, what).split("\n"), start=1):
+        yield lineno, line.rstrip("\r")
+
+
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-empty line; a broken line names itself."""
     p = require_file(path)
-    with p.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataFormatError(str(p), lineno, "<json>", f"invalid JSON ({e.msg})") from None
-            if not isinstance(obj, dict):
-                raise DataFormatError(str(p), lineno, "<record>", "expected a JSON object")
-            yield lineno, obj
+    for lineno, line in text_lines(p):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataFormatError(str(p), lineno, "<json>", f"invalid JSON ({e.msg})") from None
+        if not isinstance(obj, dict):
+            raise DataFormatError(str(p), lineno, "<record>", "expected a JSON object")
+        yield lineno, obj
 
 
 def _get(obj: dict, key: str, kind: type, path: str, lineno: int | None, prefix: str = "") -> Any:
@@ -57,6 +84,13 @@ def parse_multiple_choice(obj: dict, path: str, lineno: int | None) -> Question:
     qid = str(_get(obj, "id", (str, int), path, lineno))  # type: ignore[arg-type]
     question = _get(obj, "question", dict, path, lineno)
     stem = _get(question, "stem", str, path, lineno, "question.")
+    if len(stem) > MAX_QUESTION_CHARS:
+        raise DataFormatError(
+            path,
+            lineno,
+            "question.stem",
+            f"{len(stem):,} characters (at most {MAX_QUESTION_CHARS:,})",
+        )
     raw_choices = _get(question, "choices", list, path, lineno, "question.")
     if not 2 <= len(raw_choices) <= 8:
         raise DataFormatError(path, lineno, "question.choices", f"{len(raw_choices)} choices")
@@ -69,6 +103,13 @@ def parse_multiple_choice(obj: dict, path: str, lineno: int | None) -> Question:
         text = c.get("text")
         if not isinstance(text, str):
             raise DataFormatError(path, lineno, prefix + "text", "missing or not a string")
+        if len(text) > MAX_CHOICE_CHARS:
+            raise DataFormatError(
+                path,
+                lineno,
+                prefix + "text",
+                f"{len(text):,} characters (at most {MAX_CHOICE_CHARS:,})",
+            )
         choices.append(Choice(label=label, text=text.strip()))
     labels = [c.label for c in choices]
     if len(set(labels)) != len(labels):
@@ -92,8 +133,17 @@ def parse_multiple_choice(obj: dict, path: str, lineno: int | None) -> Question:
 
 
 def load_multiple_choice(path: str | Path) -> list[Question]:
-    """OpenBookQA (Main or Additional) and ARC Easy/Challenge jsonl."""
-    out = [parse_multiple_choice(obj, str(path), n) for n, obj in iter_jsonl(path)]
+    """OpenBookQA (Main or Additional) and ARC Easy/Challenge jsonl. Question ids are unique:
+    a repeated id would score one question twice."""
+    out, first_line = [], {}
+    for n, obj in iter_jsonl(path):
+        question = parse_multiple_choice(obj, str(path), n)
+        if question.id in first_line:
+            raise DataFormatError(
+                str(path), n, "id", f"{question.id!r} repeats line {first_line[question.id]}"
+            )
+        first_line[question.id] = n
+        out.append(question)
     if not out:
         raise DataFormatError(str(path), None, "<records>", "no questions in file")
     return out
@@ -150,7 +200,7 @@ def parse_open_question(obj: dict, path: str, lineno: int | None) -> OpenQuestio
 def load_open_questions(path: str | Path) -> list[OpenQuestion]:
     """HotpotQA-style files: a JSON list (official) or JSON lines (IRCoT processed)."""
     p = require_file(path)
-    text = p.read_text(encoding="utf-8").lstrip()
+    text = read_utf8(p).lstrip()
     if text.startswith("["):
         try:
             records = json.loads(text)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from cgr.errors import ConfigError
 from cgr.reader.examples import ReaderExample
@@ -30,8 +31,8 @@ _NON_WORD = re.compile(r"[^a-z0-9]+")
 class EvidenceConfig:
     """`data.evidence`."""
 
-    order: str = "question_choice"
-    shared_facts: str = "keep"
+    order: Literal["question_choice", "hypothesis", "retrieval"] = "question_choice"
+    shared_facts: Literal["keep", "drop"] = "keep"
     chain_facts_first: bool = True  # with chains on: Ê's facts before the other pool facts
 
     def __post_init__(self) -> None:

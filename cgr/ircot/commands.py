@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
+from typing import Literal
 
-from cgr.data.loaders import parse_open_question, require_file
+from cgr.data.loaders import parse_open_question, read_utf8, require_file
 from cgr.data.records import OpenQuestion
 from cgr.errors import DataFormatError
 from cgr.files import atomic_write_text, require_writable_dir
 from cgr.ircot.loop import METHODS, IRCoTRunner, LoopConfig
+from cgr.validation import at_least, one_of
 
 
 @dataclass
@@ -20,7 +22,13 @@ class GeneratorConfig:
     max_new_tokens: int = 48
     batch_size: int = 8
     reuse_prefix_cache: bool = True  # encode the demonstrations once, not once per prompt
-    dtype: str = "float32"  # float32 | bfloat16 (faster on CPUs with AVX512-BF16 / AMX, and GPUs)
+    # bfloat16 is faster on CPUs with AVX512-BF16 / AMX, and on GPUs
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+
+    def __post_init__(self) -> None:
+        one_of("generator.dtype", self.dtype, ("float32", "bfloat16", "float16"))
+        at_least("generator.max_new_tokens", self.max_new_tokens, 1)
+        at_least("generator.batch_size", self.batch_size, 1)
 
 
 @dataclass
@@ -30,14 +38,23 @@ class DemoConfig:
     token_budget: int = 1200
     paragraph_words: int = 350
 
+    def __post_init__(self) -> None:
+        at_least("demos.distractors", self.distractors, 0)
+        at_least("demos.token_budget", self.token_budget, 1)
+        at_least("demos.paragraph_words", self.paragraph_words, 1)
+
 
 def load_lenient(path: str, counters: Counter) -> list[OpenQuestion]:
     """Every well-formed record; a malformed one is reported, counted and skipped."""
     p = require_file(path)
-    text = p.read_text(encoding="utf-8").lstrip()
+    text = read_utf8(p).lstrip()
     out: list[OpenQuestion] = []
     if text.startswith("["):
-        items = [(None, r) for r in json.loads(text)]
+        try:
+            records = json.loads(text)
+        except json.JSONDecodeError as e:  # a truncated array cannot be read in part
+            raise DataFormatError(str(p), e.lineno, "<json>", f"invalid JSON ({e.msg})") from None
+        items = [(None, r) for r in records]
     else:
         items = []
         for lineno, line in enumerate(text.splitlines(), start=1):
@@ -48,19 +65,34 @@ def load_lenient(path: str, counters: Counter) -> list[OpenQuestion]:
             except json.JSONDecodeError as e:
                 counters["malformed_records"] += 1
                 print(f"skipped: {p}:{lineno}: invalid JSON ({e.msg})")
-    for lineno, record in items:
+    seen: set[str] = set()
+    for n, (lineno, record) in enumerate(items):
+        where = f"{p}:{lineno}" if lineno is not None else f"{p} [{n}]"
         try:
-            out.append(parse_open_question(record, str(p), lineno))
+            if not isinstance(record, dict):
+                raise DataFormatError(where, None, "<record>", "expected a JSON object")
+            question = parse_open_question(record, str(p), lineno)
         except (DataFormatError, AttributeError, TypeError) as e:
             counters["malformed_records"] += 1
             print(f"skipped: {e}")
+            continue
+        if question.id in seen:
+            counters["duplicate_ids"] += 1
+            print(f"skipped: {where}: field 'id': {question.id!r} repeats an earlier record")
+            continue
+        seen.add(question.id)
+        if not any(para.text.strip() for para in question.paragraphs):
+            counters["questions_without_context"] += 1  # kept: NoR needs none; recall counts 0
+        out.append(question)
     return out
 
 
 def build_parser():
     from jsonargparse import ActionConfigFile, ArgumentParser
 
-    parser = ArgumentParser(prog="cgr ircot", description="IRCoT / OneR / NoR few-shot QA.")
+    parser = ArgumentParser(
+        prog="cgr ircot", description="IRCoT / OneR / NoR few-shot QA.", allow_abbrev=False
+    )
     parser.add_argument("--config", action=ActionConfigFile)
     parser.add_argument(
         "--data",
@@ -98,6 +130,13 @@ def main(argv: list[str]) -> int:
     gen_cfg, demo_cfg = args.generator, args.demos
     corpus = paragraph_corpus(questions)
     retriever = None
+    if loop.method != "nor" and not corpus:
+        raise DataFormatError(
+            args.data,
+            None,
+            "context",
+            f"no paragraph text in any of its {len(questions)} questions",
+        )
     if loop.method != "nor":
         retriever = (
             BM25ParagraphRetriever(corpus)

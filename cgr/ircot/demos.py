@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cgr.data.loaders import read_utf8
 from cgr.data.records import Paragraph
 from cgr.errors import DataFormatError
 
@@ -38,7 +39,7 @@ def load_demonstrations(path: str | Path) -> list[Demonstration]:
     if not p.is_file():
         raise DataFormatError(str(p), None, "demonstrations", "file not found")
     try:
-        records = json.loads(p.read_text(encoding="utf-8"))
+        records = json.loads(read_utf8(p, "demonstrations"))
     except json.JSONDecodeError as e:
         raise DataFormatError(str(p), e.lineno, "<json>", f"invalid JSON ({e.msg})") from None
     demos = []

@@ -12,25 +12,39 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Literal
 
 from cgr.data.records import OpenQuestion, Paragraph
 from cgr.ircot.demos import PromptBuilder, extract_answer
 from cgr.ircot.generator import Generator
 from cgr.ircot.metrics import exact_match, f1_score, paragraph_recall
 from cgr.ircot.retrievers import as_paragraph
+from cgr.validation import at_least, one_of
 
 METHODS = ("ircot", "oner", "nor")
 
 
 @dataclass
 class LoopConfig:
-    method: str = "ircot"
+    method: Literal["ircot", "oner", "nor"] = "ircot"
     k: int = 4
     max_steps: int = 8
     max_paragraphs: int = 15
     skip_paragraph_words: int = 600  # IRCoT skips paragraphs longer than this
-    reader: str = "cot"  # cot | direct
+    reader: Literal["cot", "direct"] = "cot"
     reader_max_new_tokens: int = 96
+
+    def __post_init__(self) -> None:
+        one_of("loop.method", self.method, METHODS)
+        one_of("loop.reader", self.reader, ("cot", "direct"))
+        for name in (
+            "k",
+            "max_steps",
+            "max_paragraphs",
+            "skip_paragraph_words",
+            "reader_max_new_tokens",
+        ):
+            at_least(f"loop.{name}", getattr(self, name), 1)
 
 
 @dataclass

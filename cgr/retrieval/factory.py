@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Literal
 
 from cgr.data.corpus import Corpus
 from cgr.errors import ConfigError
@@ -13,6 +14,7 @@ from cgr.retrieval.embedding_cache import EmbeddingCache, cache_folder
 from cgr.retrieval.encoders import TextEncoder
 from cgr.retrieval.index import FaissIndex
 from cgr.retrieval.sparse import BM25Retriever, TfidfRetriever
+from cgr.validation import at_least, one_of
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +26,7 @@ class RetrievalConfig:
     """How evidence facts are found. `dense` is `beam` with one step; `gold` is the oracle: every
     choice reads the question's gold facts (OBQA's `fact1`), the ceiling evidence can give."""
 
-    method: str = "beam"
+    method: Literal["none", "bm25", "tfidf", "dense", "beam", "gold"] = "beam"
     corpus: list[str] = field(default_factory=lambda: ["data/sample/facts.txt"])
     open_book: str | None = None
     encoder: str = "minilm"
@@ -32,16 +34,25 @@ class RetrievalConfig:
     steps: int = 2
     open_book_k: int = 10
     open_book_first_hop: bool = True
-    beam_score: str = "sum"
-    index: str = "flat"
-    use_gpu: str = "auto"
+    beam_score: Literal["sum", "last"] = "sum"
+    index: Literal["flat", "ivf", "hnsw"] = "flat"
+    use_gpu: bool | Literal["auto", "true", "false"] = "auto"
     cache_dir: str = ".cache/cgr/embeddings"
     encode_batch_size: int = 64
     max_query_length: int = 128
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ConfigError(f"retrieval.method must be one of {METHODS}, not {self.method!r}")
+        one_of("data.retrieval.method", self.method, METHODS)
+        one_of("data.retrieval.beam_score", self.beam_score, ("sum", "last"))
+        one_of("data.retrieval.index", self.index, ("flat", "ivf", "hnsw"))
+        one_of("data.retrieval.use_gpu", str(self.use_gpu).lower(), ("auto", "true", "false"))
+        for name in ("beam_size", "steps", "open_book_k", "encode_batch_size"):
+            at_least(f"data.retrieval.{name}", getattr(self, name), 1)
+        at_least("data.retrieval.max_query_length", self.max_query_length, 8)
+        if self.method not in {"none", "gold"} and not self.corpus:
+            raise ConfigError(
+                f"data.retrieval.corpus is empty (method {self.method!r} needs facts)"
+            )
 
 
 def _dense_source(

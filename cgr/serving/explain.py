@@ -38,7 +38,9 @@ def explanation(prediction: Prediction, max_chains: int = 3) -> list[str]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="cgr explain", description="Answer one question and show the chains behind it."
+        allow_abbrev=False,
+        prog="cgr explain",
+        description="Answer one question and show the chains behind it.",
     )
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("--question", required=True)

@@ -152,7 +152,9 @@ def create_app(predictor, max_waiting: int = 64, max_batch: int = 8):
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="cgr serve", description="A web page and a JSON endpoint over a checkpoint."
+        allow_abbrev=False,
+        prog="cgr serve",
+        description="A web page and a JSON endpoint over a checkpoint.",
     )
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("--host", default="127.0.0.1", help="default: loopback only")

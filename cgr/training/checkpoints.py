@@ -3,13 +3,17 @@ file cannot run code, and a damaged one is named in a one-line error instead of 
 
 from __future__ import annotations
 
+import logging
 import pickle
+import re
 import zipfile
 from pathlib import Path
 
 import torch
 
 from cgr.errors import CGRError
+
+log = logging.getLogger(__name__)
 
 
 class CheckpointError(CGRError):
@@ -27,10 +31,11 @@ def read_checkpoint(path: str | Path) -> dict:
     try:
         checkpoint = torch.load(p, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        found = re.search(r"GLOBAL ([\w.]+)", str(e))
+        what = f" such as {found.group(1)}" if found else ""
         raise CheckpointError(
-            f"{p}: refused to load: it holds objects other than tensors and plain types "
-            f"({first[:160]}); cgr only loads checkpoints it wrote"
+            f"{p}: refused to load: it holds objects other than tensors and plain types{what} "
+            "(loaded with weights_only=True; cgr only loads checkpoints it wrote)"
         ) from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as e:
         raise CheckpointError(f"{p}: not a readable checkpoint ({type(e).__name__}: "
@@ -38,3 +43,30 @@ def read_checkpoint(path: str | Path) -> dict:
     if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
         raise CheckpointError(f"{p}: not a cgr checkpoint (no state_dict)")
     return checkpoint
+
+
+def resume_checkpoint(folder: str | Path) -> Path | None:
+    """What `cgr train` resumes from: last.ckpt when it reads; a damaged last.ckpt (a run killed
+    while writing it) is set aside as last.ckpt.damaged-N, never deleted, and the run resumes
+    from best.ckpt if that reads, else starts from scratch. Each step is logged."""
+    folder = Path(folder)
+    last = folder / "last.ckpt"
+    if not last.exists():
+        return None
+    try:
+        read_checkpoint(last)
+        return last
+    except CheckpointError as e:
+        n = 1
+        while (aside := folder / f"last.ckpt.damaged-{n}").exists():
+            n += 1
+        last.rename(aside)
+        log.warning("%s; set aside as %s", e, aside.name)
+    best = folder / "best.ckpt"
+    try:
+        read_checkpoint(best)
+    except CheckpointError:
+        log.warning("no readable checkpoint in %s: training starts from scratch", folder)
+        return None
+    log.warning("resuming from %s instead", best)
+    return best

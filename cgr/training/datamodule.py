@@ -18,6 +18,7 @@ from cgr.evidence.pools import load_examples, pool_cache_key, save_examples
 from cgr.evidence.selection import EvidenceConfig
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.factory import RetrievalConfig
+from cgr.validation import at_least
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,11 @@ class QADataModule(pl.LightningDataModule):
         shuffle: bool = True,
     ):
         super().__init__()
+        at_least("data.batch_size", batch_size, 1)
+        at_least("data.eval_batch_size", eval_batch_size, 1)
+        at_least("data.num_workers", num_workers, 0)
+        if max_train_questions is not None:
+            at_least("data.max_train_questions", max_train_questions, 0)
         self.pipeline = EvidencePipeline(
             retrieval, chains, evidence, max_evidence, retrieval_batch_size
         )

@@ -9,8 +9,10 @@ import torch
 from torch.nn import functional as F
 from transformers import get_linear_schedule_with_warmup
 
+from cgr.errors import ConfigError
 from cgr.reader.examples import ReaderExample
 from cgr.reader.model import MultipleChoiceReader
+from cgr.validation import at_least, positive
 
 
 class ReaderModule(pl.LightningModule):
@@ -26,6 +28,11 @@ class ReaderModule(pl.LightningModule):
         warmup_ratio: float = 0.06,
     ):
         super().__init__()
+        at_least("model.max_length", max_length, 32)  # question, choice and one fact must fit
+        positive("model.lr", lr)
+        at_least("model.weight_decay", weight_decay, 0)
+        if not 0 <= warmup_ratio < 1:
+            raise ConfigError(f"model.warmup_ratio must be in [0, 1), not {warmup_ratio!r}")
         self.save_hyperparameters()
         self.reader = MultipleChoiceReader(reader_model, max_length)
 

@@ -141,3 +141,42 @@ def test_bad_jsonl_fact_and_empty_corpus(tmp_path):
     (tmp_path / "empty.txt").write_text("\n\n")
     with pytest.raises(DataFormatError, match="empty corpus"):
         Corpus.from_files([tmp_path / "empty.txt"])
+
+
+def test_a_byte_that_is_not_utf8_is_named_by_line_and_column(tmp_path):
+    path = tmp_path / "q.jsonl"
+    path.write_bytes(json.dumps(mc("q1")).encode() + b"\n" + b'{"id": "q\xff2"}\n')
+    with pytest.raises(
+        DataFormatError, match=r"q.jsonl:2: field '<encoding>': byte 0xff at column 10"
+    ):
+        load_multiple_choice(path)
+    corpus = tmp_path / "facts.txt"
+    corpus.write_bytes(b"a fact\nanother \xfe fact\n")
+    with pytest.raises(DataFormatError, match=r"facts.txt:2: field '<encoding>'"):
+        Corpus.from_files([str(corpus)])
+
+
+def test_u2028_inside_a_json_string_does_not_split_the_line(tmp_path):
+    row = mc("q1")
+    row["question"]["stem"] = "Which one\u2028is it?"
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert load_multiple_choice(path)[0].stem == "Which one\u2028is it?"
+
+
+def test_a_huge_stem_and_a_repeated_id_are_refused(tmp_path):
+    row = mc("q1")
+    row["question"]["stem"] = "why " * 10_000
+    with pytest.raises(
+        DataFormatError, match=r"question.stem': 40,000 characters \(at most 20,000\)"
+    ):
+        load_multiple_choice(write_jsonl(tmp_path / "a.jsonl", [row]))
+    with pytest.raises(DataFormatError, match=r"b.jsonl:2: field 'id': 'q1' repeats line 1"):
+        load_multiple_choice(write_jsonl(tmp_path / "b.jsonl", [mc("q1"), mc("q1")]))
+
+
+def test_a_truncated_hotpotqa_array_names_its_file(tmp_path):
+    path = tmp_path / "hp.json"
+    path.write_text('[{"_id": "a", "question": "Who?", "answer": "x", "context": [')
+    with pytest.raises(DataFormatError, match=r"hp.json:1: field '<json>': invalid JSON"):
+        load_open_questions(path)

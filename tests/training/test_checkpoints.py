@@ -44,3 +44,24 @@ def test_cgr_eval_reports_a_bad_checkpoint_in_one_line(tmp_path, capsys):
     assert main(["eval", "--checkpoint", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "refused to load" in err[0]
+
+
+def test_a_damaged_last_checkpoint_is_set_aside_and_best_resumes(tmp_path, caplog):
+    from cgr.training.checkpoints import resume_checkpoint
+
+    torch.save({"state_dict": {"w": torch.zeros(2)}}, tmp_path / "best.ckpt")
+    (tmp_path / "last.ckpt").write_bytes(b"PK\x03\x04 cut while writing")
+    assert resume_checkpoint(tmp_path) == tmp_path / "best.ckpt"
+    assert (tmp_path / "last.ckpt.damaged-1").read_bytes().startswith(b"PK")  # kept, not deleted
+    assert not (tmp_path / "last.ckpt").exists()
+    assert "set aside as last.ckpt.damaged-1" in caplog.text
+
+
+def test_no_readable_checkpoint_means_from_scratch(tmp_path):
+    from cgr.training.checkpoints import resume_checkpoint
+
+    assert resume_checkpoint(tmp_path) is None
+    (tmp_path / "last.ckpt").write_bytes(b"")
+    assert resume_checkpoint(tmp_path) is None and (tmp_path / "last.ckpt.damaged-1").exists()
+    torch.save({"state_dict": {}}, tmp_path / "last.ckpt")
+    assert resume_checkpoint(tmp_path) == tmp_path / "last.ckpt"

@@ -1,0 +1,48 @@
+"""Config values are refused when read, with the setting's name, before any model loads."""
+
+import pytest
+
+from cgr.chains.builder import ChainConfig
+from cgr.errors import ConfigError
+from cgr.evidence.selection import EvidenceConfig
+from cgr.files import require_writable_dir, require_writable_file
+from cgr.ircot.commands import DemoConfig, GeneratorConfig
+from cgr.ircot.loop import LoopConfig
+from cgr.retrieval.factory import RetrievalConfig
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: RetrievalConfig(method="bm2"), "data.retrieval.method must be one of"),
+    (lambda: RetrievalConfig(beam_size=-1), "data.retrieval.beam_size must be a number >= 1, not -1"),
+    (lambda: RetrievalConfig(steps=0), "data.retrieval.steps must be a number >= 1, not 0"),
+    (lambda: RetrievalConfig(use_gpu="maybe"), "data.retrieval.use_gpu must be one of"),
+    (lambda: RetrievalConfig(index="ivf2"), "data.retrieval.index must be one of"),
+    (lambda: RetrievalConfig(method="dense", corpus=[]), "data.retrieval.corpus is empty"),
+    (lambda: ChainConfig(max_chains=0), "data.chains.max_chains must be a number >= 1"),
+    (lambda: ChainConfig(time_budget_s=0), "data.chains.time_budget_s must be > 0"),
+    (lambda: EvidenceConfig(order="random"), "data.evidence.order must be one of"),
+    (lambda: LoopConfig(reader="cott"), "loop.reader must be one of 'cot', 'direct', not 'cott'"),
+    (lambda: LoopConfig(k=0), "loop.k must be a number >= 1"),
+    (lambda: GeneratorConfig(dtype="float33"), "generator.dtype must be one of"),
+    (lambda: DemoConfig(distractors=-1), "demos.distractors must be a number >= 0"),
+])  # fmt: skip
+def test_bad_values_are_named(make, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        make()
+
+
+def test_good_values_pass():
+    assert RetrievalConfig(use_gpu=True).use_gpu is True
+    assert RetrievalConfig(method="none", corpus=[]).method == "none"
+
+
+def test_output_paths_are_checked_before_work(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(ConfigError, match=r"--out .*file/p.jsonl: cannot write there"):
+        require_writable_file(blocker / "p.jsonl", "--out")
+    with pytest.raises(ConfigError, match="is a folder"):
+        require_writable_file(tmp_path, "--out")
+    with pytest.raises(ConfigError, match="--export-dir"):
+        require_writable_dir(blocker / "x", "--export-dir")
+    assert require_writable_dir(tmp_path / "new" / "dir", "--out").is_dir()
