@@ -4,6 +4,7 @@ jsonargparse refuse a wrong choice at parse time; these checks cover Python call
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,3 +25,21 @@ def at_least(name: str, value: int | float, minimum: int | float) -> None:
 def positive(name: str, value: int | float) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise ConfigError(f"{name} must be > 0, not {value!r}")
+
+
+_LITERAL = re.compile(r"Expected a typing\.Literal\[(.*)\]\. Got value: (.*)")
+_TYPE = re.compile(r"Expected a <class '(\w+)'>\. Got value: (.*)")
+
+
+def one_line(report: str) -> str:
+    """jsonargparse's nested report ("Parser key ... Errors: - ...") as one line that names the
+    setting: `data.retrieval.method must be one of 'none', 'bm25', ..., not 'bm2'`."""
+    name = ".".join(re.findall(r'Parser key "([^"]+)"', report))
+    if m := _LITERAL.search(report):
+        return f"{name} must be one of {m.group(1)}, not {m.group(2)!r}"
+    for m in _TYPE.finditer(report):
+        if m.group(1) != "NoneType":
+            return f"{name} must be {m.group(1)}, not {m.group(2)!r}"
+    lines = [ln.strip() for ln in report.splitlines() if ln.strip()]
+    bullets = [ln[2:] for ln in lines if ln.startswith("- ") and "NoneType" not in ln]
+    return bullets[0] if bullets else (lines[0] if lines else report)

@@ -46,3 +46,20 @@ def test_output_paths_are_checked_before_work(tmp_path):
     with pytest.raises(ConfigError, match="--export-dir"):
         require_writable_dir(blocker / "x", "--export-dir")
     assert require_writable_dir(tmp_path / "new" / "dir", "--out").is_dir()
+
+
+@pytest.mark.parametrize("override, message", [
+    ("--data.retrieval.method=bm2", "error: data.retrieval.method must be one of 'none', 'bm25', 'tfidf', 'dense', 'beam', 'gold', not 'bm2'"),
+    ("--data.retrieval.use_gpu=maybe", "error: data.retrieval.use_gpu must be one of 'auto', 'true', 'false', not 'maybe'"),
+    ("--data.retrieval.steps=0", "error: data.retrieval.steps must be a number >= 1, not 0"),
+    ("--data.batch_size=x", "error: data.batch_size must be int, not 'x'"),
+    ("--trainer.max_epoch=1", "error: unrecognized arguments: --trainer.max_epoch=1"),
+    ("--data.max_evid=3", "error: unrecognized arguments: --data.max_evid=3"),
+])  # fmt: skip
+def test_cgr_train_refuses_a_bad_setting_in_one_line(override, message, capsys):
+    from cgr.cli import main
+    from tests.conftest import ROOT
+
+    assert main(["train", "--config", str(ROOT / "configs" / "default.yaml"), override]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(message), err

@@ -36,7 +36,7 @@ class RetrievalConfig:
     open_book_first_hop: bool = True
     beam_score: Literal["sum", "last"] = "sum"
     index: Literal["flat", "ivf", "hnsw"] = "flat"
-    use_gpu: bool | Literal["auto", "true", "false"] = "auto"
+    use_gpu: Literal["auto", "true", "false"] = "auto"  # a string: "true" needs a GPU
     cache_dir: str = ".cache/cgr/embeddings"
     encode_batch_size: int = 64
     max_query_length: int = 128
