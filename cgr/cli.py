@@ -52,7 +52,10 @@ def train(argv: list[str]) -> int:
         or cli.trainer.checkpoint_callback.last_model_path
     )
     print(f"best checkpoint: {best}")
-    print("\n".join(evaluate(best).report()))
+    chains = os.path.join(os.path.dirname(best), "chains")  # the dev questions, drawn
+    result = evaluate(best, export_dir=chains)
+    print(f"chains: {os.path.join(chains, 'chains.html')} (open it in a browser)")
+    print("\n".join(result.report()))
     return 0
 
 

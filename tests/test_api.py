@@ -14,6 +14,8 @@ from cgr.cli import main
 from cgr.errors import ConfigError
 from tests.conftest import ROOT, SAMPLE
 
+pytestmark = pytest.mark.slow  # real training / model loading; `-m "not slow"` skips
+
 
 @pytest.fixture(scope="module")
 def predictor(tiny_run):

@@ -7,6 +7,8 @@ from cgr.amr.amrlib_backend import AmrlibParser
 from cgr.errors import ConfigError
 from tests.amr.tiny_amrlib_model import GRAPHS, build
 
+pytestmark = pytest.mark.slow  # real training / model loading; `-m "not slow"` skips
+
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):

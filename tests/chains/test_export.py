@@ -3,6 +3,8 @@
 import json
 import re
 
+import pytest
+
 from cgr.chains.export import chain_text, export_record, write_exports
 from tests.chromium import run_chromium
 
@@ -42,6 +44,7 @@ def test_write_exports_gives_jsonl_and_self_contained_html(tmp_path):
     assert "</script><script" not in json.dumps(record)
 
 
+@pytest.mark.slow
 def test_report_renders_chains_in_headless_chromium(tmp_path):
     _, page = write_exports([PREDICTION], tmp_path)
     dom, console = run_chromium(page, tmp_path)
@@ -52,6 +55,7 @@ def test_report_renders_chains_in_headless_chromium(tmp_path):
     assert "1 of 1 questions shown; accuracy 1.000" in dom
 
 
+@pytest.mark.slow
 def test_console_errors_are_caught(tmp_path):
     """The check above can fail: a page that throws is reported."""
     page = tmp_path / "broken.html"
@@ -60,6 +64,7 @@ def test_console_errors_are_caught(tmp_path):
     assert any("undefinedFunction" in line for line in console)
 
 
+@pytest.mark.slow
 def test_markup_in_a_question_cannot_blank_the_report(tmp_path):
     """`<!--<script>` in the data block once swallowed the page's script (issue 16)."""
     hostile = {**PREDICTION, "id": "h-1", "question": "Is <!--<script> or </script> & co safe?"}

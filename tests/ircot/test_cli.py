@@ -27,6 +27,7 @@ def official_sample(tmp_path):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["ircot", "oner", "nor"])
 def test_ircot_cli_writes_predictions_and_prints_metrics_last(tmp_path, capsys, method):
     data = official_sample(tmp_path)

@@ -8,6 +8,8 @@ from cgr.ircot.demos import PromptBuilder, load_demonstrations
 from cgr.ircot.generator import Generator, _common_length
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # real training / model loading; `-m "not slow"` skips
+
 
 @pytest.fixture(scope="module")
 def prompts_and_prefix():

@@ -7,6 +7,7 @@ from cgr.evaluation.prediction import ChoicePrediction, Prediction
 from cgr.serving.explain import explanation
 
 
+@pytest.mark.slow
 def test_explain_prints_the_answer_and_a_chain_and_writes_a_page(tiny_run, capsys, tmp_path):
     code = main(["explain", "--checkpoint", str(tiny_run / "ckpt" / "best.ckpt"),
                  "--question", "Which energy source is renewable?",
@@ -46,7 +47,7 @@ def test_explanation_lists_chains_under_their_choice():
 
 
 @pytest.mark.parametrize("question", ["", "   "])
-def test_empty_question_is_exit_2(tiny_run, capsys, question, tmp_path):
-    code = main(["explain", "--checkpoint", str(tiny_run / "ckpt" / "best.ckpt"), "--question",
+def test_empty_question_is_exit_2(capsys, question, tmp_path):
+    code = main(["explain", "--checkpoint", "never/loaded.ckpt", "--question",
                  question, "--choices", "a", "b", "--out-dir", str(tmp_path)])  # fmt: skip
     assert code == 2 and "the question is empty" in capsys.readouterr().err

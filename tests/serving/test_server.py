@@ -20,6 +20,8 @@ from cgr.api import make_question
 from cgr.serving.server import BatchingQueue, QueueFull, create_app
 from tests.chromium import run_chromium
 
+pytestmark = pytest.mark.slow  # real training / model loading; `-m "not slow"` skips
+
 
 def free_port() -> int:
     with socket.socket() as s:

@@ -16,6 +16,8 @@ from cgr.errors import CGRError
 from tests.conftest import ROOT, SAMPLE
 from tests.training.helpers import tiny_config
 
+pytestmark = pytest.mark.slow  # real training / model loading; `-m "not slow"` skips
+
 CGR = "cgr.training.cgr_module.CGRModule"
 TERMS = ["reader", "supervised", "mle", "rl", "global"]
 

@@ -7,6 +7,8 @@ import pytest
 from cgr.cli import main
 from tests.training.helpers import tiny_config
 
+pytestmark = pytest.mark.slow  # real training / model loading; `-m "not slow"` skips
+
 
 def write_config(tmp_path, **retrieval):
     return tiny_config(tmp_path, **retrieval)
