@@ -1,4 +1,4 @@
-"""Callbacks: exact resumption of a killed run, and the training speed benchmarks compare."""
+"""Callbacks: exact resumption of a killed run, the training speed benchmarks compare, and\nCGR's evidence refresh with its trained query encoder."""
 
 from __future__ import annotations
 
@@ -71,3 +71,34 @@ class TrainingSpeed(pl.Callback):
             pl_module.log("train/questions_per_s", speed, rank_zero_only=True)
             total = speed * trainer.world_size
             pl_module.log("train/questions_per_s_all_ranks", total, rank_zero_only=True)
+
+
+class EvidenceRefresh(pl.Callback):
+    """CGR re-retrieves evidence with its trained query encoder (`pl_module.query_encoder`):
+    every `every_n_epochs` training epochs (train and dev; not after the last epoch), and, with
+    `dev_on_validation`, the dev pools before each validation, so the checkpoint kept as best is
+    chosen on the evidence `cgr eval` will give it (issue 15)."""
+
+    def __init__(self, every_n_epochs: int = 1, dev_on_validation: bool = True):
+        self.every_n_epochs, self.dev_on_validation = every_n_epochs, dev_on_validation
+
+    @staticmethod
+    def _datamodule(trainer):
+        datamodule = getattr(trainer, "datamodule", None)
+        return datamodule if hasattr(datamodule, "refresh_evidence") else None
+
+    def on_validation_start(self, trainer, pl_module) -> None:
+        datamodule = self._datamodule(trainer)
+        if (
+            self.dev_on_validation
+            and datamodule is not None
+            and not trainer.sanity_checking
+            and pl_module.global_step > 0  # the encoder has changed since setup
+        ):
+            datamodule.refresh_evidence(pl_module.query_encoder, trainer, splits=["dev"])
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        n, epoch = self.every_n_epochs, pl_module.current_epoch + 1
+        datamodule = self._datamodule(trainer)
+        if n and datamodule is not None and epoch % n == 0 and epoch < trainer.max_epochs:
+            datamodule.refresh_evidence(pl_module.query_encoder, trainer)

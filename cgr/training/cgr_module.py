@@ -13,7 +13,6 @@ import hashlib
 import random
 
 import torch
-from torch import distributed as dist
 from torch.nn import functional as F
 
 from cgr.errors import CGRError, ConfigError
@@ -119,29 +118,23 @@ class CGRModule(ReaderModule):
         vectors = torch.from_numpy(self.evidence.encode(unique)).to(self.device)
         return dict(zip(unique, vectors, strict=True))
 
-    @staticmethod
-    def _world() -> tuple[int, int]:
-        if dist.is_available() and dist.is_initialized():
-            return dist.get_rank(), dist.get_world_size()
-        return 0, 1
+    def _world_size(self) -> int:
+        return self.trainer.world_size if self._trainer is not None else 1
 
     def _gather(self, tensor: torch.Tensor) -> torch.Tensor:
-        """Concatenate a tensor of every rank (no gradient: used for frozen fact vectors)."""
-        rank, world = self._world()
-        if world == 1:
+        """Concatenate a tensor of every rank (Lightning's all_gather; no gradient: used for
+        frozen fact vectors and rewards)."""
+        if self._world_size() == 1:
             return tensor
-        parts = [torch.zeros_like(tensor) for _ in range(world)]
-        dist.all_gather(parts, tensor.contiguous())
-        return torch.cat(parts)
+        return self.all_gather(tensor.contiguous()).flatten(0, 1)
 
     def _per_rank_count(self, n_local: float) -> float:
         """Global count / world size: the normaliser that makes DDP equal one big batch."""
-        rank, world = self._world()
+        world = self._world_size()
         if world == 1:
             return float(n_local)
         total = torch.tensor([float(n_local)], device=self.device)
-        dist.all_reduce(total)
-        return total.item() / world
+        return self.trainer.strategy.reduce(total, reduce_op="sum").item() / world
 
     def _sample_chains(self, ex: ReaderExample) -> list[list[str]]:
         chains = ex.chains[ex.answer_index] if ex.chains else []
@@ -177,7 +170,7 @@ class CGRModule(ReaderModule):
                 mask[i, t] = True
         all_candidates = self._gather(candidates)
         all_mask = self._gather(mask)
-        offset = self._world()[0] * len(rows)
+        offset = self.global_rank * len(rows)
         targets = torch.arange(len(rows), device=self.device) + offset
         return chain_log_prob(
             queries, all_candidates, all_mask, targets, mask, self.hparams.similarity_scale
@@ -312,26 +305,17 @@ class CGRModule(ReaderModule):
             f"(questions {ids}): {bad}" + (f"; state saved to {path}" if path else "")
         )
 
-    def on_validation_start(self) -> None:
-        datamodule = getattr(self.trainer, "datamodule", None)
-        if (
-            self.hparams.refresh_dev_on_validation
-            and not self.trainer.sanity_checking
-            and self.global_step > 0  # the encoder has changed since setup
-            and hasattr(datamodule, "refresh_evidence")
-        ):
-            datamodule.refresh_evidence(self.query_encoder, self.trainer, splits=["dev"])
+    def configure_callbacks(self):
+        """The evidence refresh rides along as a callback (cgr.training.callbacks.EvidenceRefresh),
+        so every config that trains CGR gets it without listing it."""
+        from cgr.training.callbacks import EvidenceRefresh
 
-    def on_train_epoch_end(self) -> None:
-        n = self.hparams.refresh_evidence_every_n_epochs
-        datamodule = getattr(self.trainer, "datamodule", None)
-        if (
-            n
-            and (self.current_epoch + 1) % n == 0
-            and self.current_epoch + 1 < self.trainer.max_epochs
-        ):
-            if datamodule is not None and hasattr(datamodule, "refresh_evidence"):
-                datamodule.refresh_evidence(self.query_encoder, self.trainer)
+        return [
+            EvidenceRefresh(
+                self.hparams.refresh_evidence_every_n_epochs,
+                self.hparams.refresh_dev_on_validation,
+            )
+        ]
 
     def parameter_groups(self) -> list[dict]:
         lr = self.hparams.retriever_lr if self.hparams.retriever_lr is not None else self.hparams.lr
