@@ -12,14 +12,19 @@ from cgr.validation import one_line
 
 
 def _quiet_environment() -> None:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _offline_wandb() -> None:
+    """Only for `cgr train` (its loggers): transformers prints a line whenever it is set."""
     os.environ.setdefault("WANDB_MODE", "offline")  # never ask for an account or the network
     os.environ.setdefault("WANDB_SILENT", "true")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 def train(argv: list[str]) -> int:
     """LightningCLI over a reader module (ReaderModule or CGRModule) + QADataModule; then
     evaluates the best checkpoint on dev. Re-running the same command resumes from last.ckpt."""
+    _offline_wandb()
     from pytorch_lightning.cli import LightningCLI
 
     from cgr.evaluation.predict import evaluate
