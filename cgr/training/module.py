@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytorch_lightning as pl
 import torch
 from torch.nn import functional as F
+from torchmetrics import MeanMetric
 from transformers import get_linear_schedule_with_warmup
 
 from cgr.errors import ConfigError
@@ -35,6 +36,8 @@ class ReaderModule(pl.LightningModule):
             raise ConfigError(f"model.warmup_ratio must be in [0, 1), not {warmup_ratio!r}")
         self.save_hyperparameters()
         self.reader = MultipleChoiceReader(reader_model, max_length)
+        # torchmetrics: the epoch value is the exact share of questions right, synced under DDP
+        self.train_accuracy, self.val_accuracy = MeanMetric(), MeanMetric()
 
     def transfer_batch_to_device(self, batch, device, dataloader_idx):
         return batch  # a list of ReaderExample; tensors are made on the right device in encode()
@@ -46,11 +49,13 @@ class ReaderModule(pl.LightningModule):
         logits = self(batch)
         labels = torch.tensor([ex.answer_index for ex in batch], device=self.device)
         loss = F.cross_entropy(logits.float(), labels)
-        acc = (logits.argmax(-1) == labels).float().mean()
         on_step = stage == "train"
-        for name, value in (("loss", loss), ("acc", acc)):
-            self.log(f"{stage}/{name}", value, batch_size=len(batch), prog_bar=True, on_step=on_step,
-                     on_epoch=True, sync_dist=not on_step)  # fmt: skip
+        self.log(f"{stage}/loss", loss, batch_size=len(batch), prog_bar=True, on_step=on_step,
+                 on_epoch=True, sync_dist=not on_step)  # fmt: skip
+        accuracy = self.train_accuracy if stage == "train" else self.val_accuracy
+        accuracy((logits.argmax(-1) == labels).float())  # forward: updates, keeps the batch value
+        self.log(f"{stage}/acc", accuracy, batch_size=len(batch), prog_bar=True, on_step=on_step,
+                 on_epoch=True)  # fmt: skip
         return loss
 
     def training_step(self, batch, batch_idx):
