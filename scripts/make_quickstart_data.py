@@ -44,7 +44,14 @@ NON_METALS = ["rubber", "plastic", "wood", "glass", "cotton", "paper", "wool", "
 MAGNETIC = ["an iron nail", "a steel paper clip", "a steel spoon", "an iron key", "a nickel ring"]
 NOT_MAGNETIC = ["a wooden block", "a plastic cup", "a glass marble", "a rubber band", "a paper towel",
                 "a copper penny", "an aluminum can", "a cotton ball"]  # fmt: skip
-RENEWABLE = ["wind", "sunlight", "flowing water", "geothermal heat", "ocean tides", "wood from a managed forest"]
+RENEWABLE = [
+    "wind",
+    "sunlight",
+    "flowing water",
+    "geothermal heat",
+    "ocean tides",
+    "wood from a managed forest",
+]
 NONRENEWABLE = ["coal", "oil", "natural gas", "gasoline", "uranium"]
 HABITATS = {  # animal -> habitat
     "camel": "desert", "polar bear": "Arctic", "clownfish": "coral reef", "monkey": "rainforest",
@@ -90,7 +97,9 @@ def a(noun: str) -> str:
     return f"{'an' if noun[0] in 'aeiou' else 'a'} {noun}"
 
 
-def question(qid: str, stem: str, answer: str, distractors: list[str], gold: list[str], rng) -> dict:
+def question(
+    qid: str, stem: str, answer: str, distractors: list[str], gold: list[str], rng
+) -> dict:
     choices = [answer, *distractors[:3]]
     rng.shuffle(choices)
     return {"id": qid, "question": {"stem": stem, "choices": [{"text": c, "label": LABELS[i]}
@@ -116,85 +125,178 @@ def generate(rng: random.Random) -> tuple[list[tuple[str, dict]], list[str], lis
             else {"hand lens": f"a hand lens is used to see {what}", "telescope": f"a telescope is used to see {what}",
                   "microscope": f"a microscope is used to see {what}", "compass": f"a compass is used to find {what}"}[tool]  # fmt: skip
         book.append(fact)
-        verb = "find" if tool == "compass" else ("see" if tool in {"hand lens", "telescope", "microscope"} else "measure")
-        add("tools", f"Which tool should a student use to {verb} {what}?", a(tool),
-            [a(t) for t in others(list(TOOLS), tool, rng)], [fact])
+        verb = (
+            "find"
+            if tool == "compass"
+            else ("see" if tool in {"hand lens", "telescope", "microscope"} else "measure")
+        )
+        add(
+            "tools",
+            f"Which tool should a student use to {verb} {what}?",
+            a(tool),
+            [a(t) for t in others(list(TOOLS), tool, rng)],
+            [fact],
+        )
         uses = {t: w for t, w in TOOLS.items() if t != tool}
-        add("tools", f"What is {a(tool)} used for?", f"to {verb} {what}",
-            [f"to {'find' if t == 'compass' else ('see' if t in {'hand lens', 'telescope', 'microscope'} else 'measure')} {w}"
-             for t, w in rng.sample(sorted(uses.items()), 3)], [fact])
+        add(
+            "tools",
+            f"What is {a(tool)} used for?",
+            f"to {verb} {what}",
+            [
+                f"to {'find' if t == 'compass' else ('see' if t in {'hand lens', 'telescope', 'microscope'} else 'measure')} {w}"
+                for t, w in rng.sample(sorted(uses.items()), 3)
+            ],
+            [fact],
+        )
     for cls, members in ANIMALS.items():
         book.append(CLASS_FACTS[cls])
         rest = [m for c, ms in ANIMALS.items() if c != cls for m in ms]
         for animal in members:
             fact = f"{a(animal)} is {a(cls)}"
             corpus.append(fact)
-            add("animals", f"Which of these animals is {a(cls)}?", a(animal),
-                [a(m) for m in rng.sample(rest, 3)], [fact])
-            add("animals", f"What kind of animal is {a(animal)}?", a(cls),
-                [a(c) for c in others(list(ANIMALS), cls, rng)], [fact, CLASS_FACTS[cls]])
+            add(
+                "animals",
+                f"Which of these animals is {a(cls)}?",
+                a(animal),
+                [a(m) for m in rng.sample(rest, 3)],
+                [fact],
+            )
+            add(
+                "animals",
+                f"What kind of animal is {a(animal)}?",
+                a(cls),
+                [a(c) for c in others(list(ANIMALS), cls, rng)],
+                [fact, CLASS_FACTS[cls]],
+            )
     book.append("metal conducts electricity")
     book.append("a magnet attracts objects made of iron or steel")
     for metal in METALS:
         fact = f"{metal} is a metal"
         corpus.append(fact)
-        add("materials", "Which material would best carry electricity in a wire?", metal,
-            rng.sample(NON_METALS, 3), ["metal conducts electricity", fact])
-        add("materials", "Which of these materials is a metal?", metal, rng.sample(NON_METALS, 3), [fact])
+        add(
+            "materials",
+            "Which material would best carry electricity in a wire?",
+            metal,
+            rng.sample(NON_METALS, 3),
+            ["metal conducts electricity", fact],
+        )
+        add(
+            "materials",
+            "Which of these materials is a metal?",
+            metal,
+            rng.sample(NON_METALS, 3),
+            [fact],
+        )
     for thing in MAGNETIC:
         metal = "iron" if "iron" in thing else ("nickel" if "nickel" in thing else "steel")
         fact = f"{thing} is made of {metal}"
         corpus.append(fact)
-        add("magnets", "Which object would a magnet pick up?", thing, rng.sample(NOT_MAGNETIC, 3),
-            ["a magnet attracts objects made of iron or steel", fact])
+        add(
+            "magnets",
+            "Which object would a magnet pick up?",
+            thing,
+            rng.sample(NOT_MAGNETIC, 3),
+            ["a magnet attracts objects made of iron or steel", fact],
+        )
     for thing in NOT_MAGNETIC:
         corpus.append(f"{thing} is not attracted by a magnet")
     book.append("a renewable resource can be replaced by nature in a short time")
     for source in RENEWABLE:
         fact = f"{source} is a renewable resource"
         corpus.append(fact)
-        add("energy", "Which of these is a renewable energy source?", source,
-            rng.sample(NONRENEWABLE, 3), [fact])
+        add(
+            "energy",
+            "Which of these is a renewable energy source?",
+            source,
+            rng.sample(NONRENEWABLE, 3),
+            [fact],
+        )
     for source in NONRENEWABLE:
         fact = f"{source} is a nonrenewable resource"
         corpus.append(fact)
-        add("energy", "Which of these energy sources will run out one day?", source,
-            rng.sample(RENEWABLE, 3), [fact])
+        add(
+            "energy",
+            "Which of these energy sources will run out one day?",
+            source,
+            rng.sample(RENEWABLE, 3),
+            [fact],
+        )
     for animal, habitat in HABITATS.items():
         fact = f"a {animal} lives in the {habitat}"
         corpus.append(fact)
         places = sorted({h for h in HABITATS.values() if h != habitat})
-        add("habitats", f"Where does {a(animal)} live?", f"the {habitat}",
-            [f"the {p}" for p in rng.sample(places, 3)], [fact, HABITAT_FACTS[habitat]])
+        add(
+            "habitats",
+            f"Where does {a(animal)} live?",
+            f"the {habitat}",
+            [f"the {p}" for p in rng.sample(places, 3)],
+            [fact, HABITAT_FACTS[habitat]],
+        )
         elsewhere = [x for x, h in HABITATS.items() if h != habitat]
-        add("habitats", f"Which animal lives in the {habitat}?", a(animal),
-            [a(x) for x in rng.sample(elsewhere, 3)], [fact])
+        add(
+            "habitats",
+            f"Which animal lives in the {habitat}?",
+            a(animal),
+            [a(x) for x in rng.sample(elsewhere, 3)],
+            [fact],
+        )
     corpus.extend(HABITAT_FACTS.values())
     for organ, job in ORGANS.items():
         verb = "is" if organ not in {"lungs", "kidneys", "muscles", "eyes", "ears"} else "are"
         fact = f"the {organ} {job}"
         book.append(fact)
-        add("body", f"Which part of the body {job}?", f"the {organ}",
-            [f"the {o}" for o in others(list(ORGANS), organ, rng)], [fact])
-        add("body", f"What do the {organ} do?" if verb == "are" else f"What does the {organ} do?", job,
-            [ORGANS[o] for o in others(list(ORGANS), organ, rng)], [fact])
+        add(
+            "body",
+            f"Which part of the body {job}?",
+            f"the {organ}",
+            [f"the {o}" for o in others(list(ORGANS), organ, rng)],
+            [fact],
+        )
+        add(
+            "body",
+            f"What do the {organ} do?" if verb == "are" else f"What does the {organ} do?",
+            job,
+            [ORGANS[o] for o in others(list(ORGANS), organ, rng)],
+            [fact],
+        )
         corpus.append(f"the {organ} {verb} part of the human body")
     for part, job in PLANT_PARTS.items():
         fact = f"the {part} of a plant {job}"
         book.append(fact)
-        add("plants", f"Which part of a plant {job.replace('the plant', 'it')}?", f"the {part}",
-            [f"the {p}" for p in others(list(PLANT_PARTS), part, rng)], [fact])
-        add("plants", f"What job do the {part} of a plant have?", f"they {job}",
-            [f"they {PLANT_PARTS[p]}" for p in others(list(PLANT_PARTS), part, rng)], [fact])
+        add(
+            "plants",
+            f"Which part of a plant {job.replace('the plant', 'it')}?",
+            f"the {part}",
+            [f"the {p}" for p in others(list(PLANT_PARTS), part, rng)],
+            [fact],
+        )
+        add(
+            "plants",
+            f"What job do the {part} of a plant have?",
+            f"they {job}",
+            [f"they {PLANT_PARTS[p]}" for p in others(list(PLANT_PARTS), part, rng)],
+            [fact],
+        )
     for change, (start, end) in CHANGES.items():
         fact = f"{change} changes {start} into {end}"
         book.append(fact)
-        add("changes", f"Which change turns {start} into {end}?", change, others(list(CHANGES), change, rng), [fact])
+        add(
+            "changes",
+            f"Which change turns {start} into {end}?",
+            change,
+            others(list(CHANGES), change, rng),
+            [fact],
+        )
         for example in CHANGE_EXAMPLES[change]:
             detail = f"{example} is an example of {change}"
             corpus.append(detail)
-            add("changes", f"What is happening to {example}?", change, others(list(CHANGES), change, rng),
-                [detail, fact])
+            add(
+                "changes",
+                f"What is happening to {example}?",
+                change,
+                others(list(CHANGES), change, rng),
+                [detail, fact],
+            )
     return qs, book, corpus
 
 
@@ -212,7 +314,9 @@ def main() -> None:
     train = [q for _, q in qs if q["id"] not in dev_ids]
     dev = [q for _, q in qs if q["id"] in dev_ids]
     for name, rows in (("train", train), ("dev", dev)):
-        (OUT / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in sorted(rows, key=lambda r: r["id"])))
+        (OUT / f"{name}.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in sorted(rows, key=lambda r: r["id"]))
+        )
     (OUT / "openbook.txt").write_text("".join(f'"{f}"\n' for f in dict.fromkeys(book)))
     (OUT / "facts.txt").write_text("".join(f"{f}\n" for f in dict.fromkeys(corpus)))
     print(f"{len(train)} train, {len(dev)} dev questions; {len(set(book))} open-book facts, "
