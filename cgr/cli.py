@@ -7,8 +7,8 @@ import logging
 import os
 import sys
 
-from cgr.errors import CGRError, ConfigError
-from cgr.validation import one_line
+from cgr.errors import CGRError
+from cgr.validation import parsed
 
 
 def _quiet_environment() -> None:
@@ -31,24 +31,20 @@ def train(argv: list[str]) -> int:
     from cgr.training.datamodule import QADataModule
     from cgr.training.module import ReaderModule
 
-    try:
-        cli = LightningCLI(
+    # allow_abbrev off: `--trainer.max_epoch` must be refused, not read as max_epochs;
+    # exit_on_error off: a bad value becomes one line (`parsed`), not usage + a nested report
+    cli = parsed(
+        lambda: LightningCLI(
             ReaderModule,
             QADataModule,
             subclass_mode_model=True,  # model.class_path: ReaderModule or CGRModule
             run=False,
             args=argv,
             save_config_kwargs={"overwrite": True},
-            # allow_abbrev off: `--trainer.max_epoch` must be refused, not read as max_epochs;
-            # exit_on_error off: a bad value becomes one line (below), not usage + a nested report
             parser_kwargs={"prog": "cgr train", "allow_abbrev": False, "exit_on_error": False},
-        )
-    except argparse.ArgumentError as e:
-        raise ConfigError(f"{one_line(str(e))} (cgr train --help lists the settings)") from None
-    except ValueError as e:  # our own checks, wrapped by jsonargparse while instantiating
-        if "Does not validate against" not in str(e):
-            raise
-        raise ConfigError(one_line(str(e))) from None
+        ),
+        "cgr train",
+    )
     cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=_resume_from(cli))
     if cli.trainer.global_rank != 0:
         return 0

@@ -5,10 +5,13 @@ jsonargparse refuse a wrong choice at parse time; these checks cover Python call
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import Any
+from argparse import ArgumentError
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from cgr.errors import ConfigError
+
+T = TypeVar("T")
 
 
 def one_of(name: str, value: Any, options: Iterable[Any]) -> None:
@@ -43,3 +46,16 @@ def one_line(report: str) -> str:
     lines = [ln.strip() for ln in report.splitlines() if ln.strip()]
     bullets = [ln[2:] for ln in lines if ln.startswith("- ") and "NoneType" not in ln]
     return bullets[0] if bullets else (lines[0] if lines else report)
+
+
+def parsed(parse: Callable[[], T], prog: str) -> T:
+    """`parse()` (a jsonargparse parse or LightningCLI set-up with exit_on_error off), a bad
+    setting turned into one ConfigError line; jsonargparse wraps our own checks in ValueError."""
+    try:
+        return parse()
+    except ArgumentError as e:
+        raise ConfigError(f"{one_line(str(e))} ({prog} --help lists the settings)") from None
+    except ValueError as e:
+        if "Does not validate against" not in str(e):
+            raise
+        raise ConfigError(one_line(str(e))) from None

@@ -125,10 +125,6 @@ class EvidencePipeline:
                 self._retriever.encoder.model = self._query_model
         return self._retriever
 
-    @property
-    def chain_builder(self) -> ChainBuilder | None:
-        return self._chain_builder
-
     def _relevance_scorer(self):
         if self._relevance is None:
             from cgr.data.corpus import Corpus

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-from argparse import ArgumentError
 from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
 from cgr.data.loaders import parse_open_question, read_utf8, require_file
 from cgr.data.records import OpenQuestion
-from cgr.errors import ConfigError, DataFormatError
+from cgr.errors import DataFormatError
 from cgr.files import atomic_write_text, require_writable_dir
 from cgr.ircot.loop import METHODS, IRCoTRunner, LoopConfig
-from cgr.validation import at_least, one_line, one_of
+from cgr.validation import at_least, one_of, parsed
 
 
 @dataclass
@@ -124,14 +123,7 @@ def main(argv: list[str]) -> int:
         paragraph_corpus,
     )
 
-    try:
-        args = build_parser().parse_args(argv)
-    except ArgumentError as e:
-        raise ConfigError(f"{one_line(str(e))} (cgr ircot --help lists the settings)") from None
-    except ValueError as e:  # our own checks, wrapped by jsonargparse
-        if "Does not validate against" not in str(e):
-            raise
-        raise ConfigError(one_line(str(e))) from None
+    args = parsed(lambda: build_parser().parse_args(argv), "cgr ircot")
     out = require_writable_dir(args.out, "--out")  # before the models load, not after the run
     counters: Counter[str] = Counter()
     questions = load_lenient(args.data, counters)

@@ -3,12 +3,12 @@ the same question drawn in an HTML page."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from cgr.chains.export import export_record, write_exports
 from cgr.evaluation.prediction import Prediction
 from cgr.files import require_writable_dir
+from cgr.serving import checkpoint_parser
 
 
 def explanation(prediction: Prediction, max_chains: int = 3) -> list[str]:
@@ -37,12 +37,7 @@ def explanation(prediction: Prediction, max_chains: int = 3) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        allow_abbrev=False,
-        prog="cgr explain",
-        description="Answer one question and show the chains behind it.",
-    )
-    parser.add_argument("--checkpoint", required=True)
+    parser = checkpoint_parser("cgr explain", "Answer one question and show the chains behind it.")
     parser.add_argument("--question", required=True)
     parser.add_argument("--choices", nargs="+", required=True, help="two or more answer choices")
     parser.add_argument("--labels", nargs="+", default=None, help="default: A B C ...")

@@ -7,7 +7,6 @@ full queue turns a request away, with 503 and Retry-After. A malformed request g
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import logging
@@ -20,6 +19,7 @@ from pydantic import BaseModel, Field
 from cgr.data.records import Question
 from cgr.errors import CGRError, ConfigError
 from cgr.evaluation.prediction import Prediction
+from cgr.serving import checkpoint_parser
 
 log = logging.getLogger(__name__)
 
@@ -151,12 +151,7 @@ def create_app(predictor, max_waiting: int = 64, max_batch: int = 8):
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        allow_abbrev=False,
-        prog="cgr serve",
-        description="A web page and a JSON endpoint over a checkpoint.",
-    )
-    parser.add_argument("--checkpoint", required=True)
+    parser = checkpoint_parser("cgr serve", "A web page and a JSON endpoint over a checkpoint.")
     parser.add_argument("--host", default="127.0.0.1", help="default: loopback only")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--max-waiting", type=int, default=64, help="queued requests before 503")
