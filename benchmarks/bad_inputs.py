@@ -20,6 +20,10 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cgr.training.config import resolved_config  # noqa: E402
+
 SAMPLE = ROOT / "data" / "sample"
 QUESTION = {"id": "q1", "question": {"stem": "Which is renewable?", "choices": [
     {"label": "A", "text": "coal"}, {"label": "B", "text": "solar power"}]}, "answerKey": "B"}  # fmt: skip
@@ -35,7 +39,7 @@ class Crafted:
 
 
 def tiny_config(work: Path) -> Path:
-    config = yaml.safe_load((ROOT / "configs" / "default.yaml").read_text())
+    config = resolved_config(ROOT / "configs" / "default.yaml")
     config["trainer"].update(max_epochs=1, limit_train_batches=2, limit_val_batches=1,
                              enable_progress_bar=False, default_root_dir=str(work / "logs"),
                              logger=False)  # fmt: skip

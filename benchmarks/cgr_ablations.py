@@ -21,12 +21,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import (
-    load_config,
     load_result,
     machine,
     print_table,
     run_training,
     save_result,
+    train_config,
 )  # noqa: E402
 
 READER = "cgr.training.module.ReaderModule"
@@ -82,7 +82,7 @@ def main() -> None:
     budget = argparse.Namespace(
         train_questions=args.train_questions, epochs=args.epochs, max_length=args.max_length
     )
-    base = load_config(CONFIGS[args.dataset])
+    base = train_config(CONFIGS[args.dataset])
     if not args.table:
         for seed in args.seeds:
             for row in args.rows:

@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import RESULTS, ROOT, load_config, machine, print_table, save_result  # noqa: E402
+from benchmarks.common import RESULTS, ROOT, machine, print_table, save_result, train_config  # noqa: E402
 from cgr.amr.parsers import AMRConfig  # noqa: E402
 from cgr.chains.builder import ChainBuilder, ChainConfig  # noqa: E402
 from cgr.data.loaders import iter_jsonl, load_multiple_choice  # noqa: E402
@@ -217,7 +217,7 @@ def main() -> None:
     parser.add_argument("--entailmentbank", action="store_true")
     parser.add_argument("--gold-loss", action="store_true", help="where gold facts are lost")
     args = parser.parse_args()
-    config = load_config(args.config)
+    config = train_config(args.config)
     data = config["data"]
     examples = pools(config, data["dev_file"])
     chain_settings = copy.deepcopy(data.get("chains", {}))

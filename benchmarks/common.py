@@ -52,6 +52,13 @@ def load_config(path: str | Path) -> dict:
     return yaml.safe_load((ROOT / path).read_text())
 
 
+def train_config(path: str | Path) -> dict:
+    """A `cgr train` config as the command reads it (groups inlined), ready to edit."""
+    from cgr.training.config import resolved_config
+
+    return resolved_config(ROOT / path)
+
+
 def run_training(config: dict, name: str) -> dict:
     """One real `cgr train` run of `config` (checkpoints in checkpoints/bench/NAME, CSV log in
     logs/bench/NAME, both cleared first so nothing resumes): dev accuracy, minutes and the logged
@@ -76,7 +83,16 @@ def run_training(config: dict, name: str) -> dict:
     if proc.returncode != 0 or not lines or not lines[-1].startswith("accuracy:"):
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
         raise SystemExit(f"{name} failed (exit {proc.returncode})")
-    speeds = [float(r["train/questions_per_s"]) for path in log_dir.rglob("metrics.csv")
-              for r in csv.DictReader(path.open()) if r.get("train/questions_per_s")]  # fmt: skip
     return {"accuracy": float(lines[-1].split()[1]), "minutes": minutes,
-            "questions_per_s": sum(speeds) / len(speeds) if speeds else None, "machine": machine()}  # fmt: skip
+            "questions_per_s": training_speed(log_dir), "machine": machine()}  # fmt: skip
+
+
+def training_speed(log_dir: Path) -> float | None:
+    """Training questions/s of a run (this rank), from ThroughputMonitor's running totals: the
+    questions trained on over the training time (validation excluded)."""
+    totals = [(float(r["train/samples"]), float(r["train/time"])) for path in log_dir.rglob("metrics.csv")
+              for r in csv.DictReader(path.open()) if r.get("train/samples")]  # fmt: skip
+    if not totals:
+        return None
+    questions, seconds = max(totals)
+    return questions / seconds if seconds else None

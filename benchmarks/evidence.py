@@ -32,12 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import (  # noqa: E402
     ROOT,
-    load_config,
     load_result,
     machine,
     print_table,
     run_training,
     save_result,
+    train_config,
 )
 from cgr.chains.builder import ChainConfig  # noqa: E402
 from cgr.evidence.selection import EvidenceConfig, text_key  # noqa: E402
@@ -167,7 +167,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--max-length", type=int, default=128)
     args = parser.parse_args()
-    base = load_config(CONFIGS[args.dataset])
+    base = train_config(CONFIGS[args.dataset])
     table = []
     for setting in args.settings:
         config = setting_config(base, setting, args.seeds[0], args)

@@ -18,12 +18,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import (
-    load_config,
     load_result,
     machine,
     print_table,
     run_training,
     save_result,
+    train_config,
 )  # noqa: E402
 
 ROWS = {
@@ -57,7 +57,7 @@ def main() -> None:
     budget = argparse.Namespace(
         train_questions=args.train_questions, epochs=args.epochs, max_length=args.max_length
     )
-    base = load_config(args.config)
+    base = train_config(args.config)
     if not args.table:
         for row in args.rows:
             if load_result(f"reader_accuracy-{row}") and not args.force:

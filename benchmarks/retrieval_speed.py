@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import ROOT, load_config, machine, print_table, save_result  # noqa: E402
+from benchmarks.common import ROOT, machine, print_table, save_result, train_config  # noqa: E402
 from cgr.data.corpus import Corpus  # noqa: E402
 from cgr.data.hypothesis import HypothesisGenerator  # noqa: E402
 from cgr.data.loaders import load_multiple_choice  # noqa: E402
@@ -33,7 +33,7 @@ def main() -> None:
         "--encode-sample", type=int, default=2000, help="facts encoded for sentences/s"
     )
     args = parser.parse_args()
-    config = load_config(args.config)
+    config = train_config(args.config)
     cfg = RetrievalConfig(**config["data"]["retrieval"])
 
     corpus = Corpus.from_files(cfg.corpus)

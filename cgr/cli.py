@@ -8,7 +8,6 @@ import os
 import sys
 
 from cgr.errors import CGRError
-from cgr.validation import parsed
 
 
 def _quiet_environment() -> None:
@@ -25,26 +24,10 @@ def train(argv: list[str]) -> int:
     """LightningCLI over a reader module (ReaderModule or CGRModule) + QADataModule; then
     evaluates the best checkpoint on dev. Re-running the same command resumes from last.ckpt."""
     _offline_wandb()
-    from pytorch_lightning.cli import LightningCLI
-
     from cgr.evaluation.predict import evaluate
-    from cgr.training.datamodule import QADataModule
-    from cgr.training.module import ReaderModule
+    from cgr.training.config import train_cli
 
-    # allow_abbrev off: `--trainer.max_epoch` must be refused, not read as max_epochs;
-    # exit_on_error off: a bad value becomes one line (`parsed`), not usage + a nested report
-    cli = parsed(
-        lambda: LightningCLI(
-            ReaderModule,
-            QADataModule,
-            subclass_mode_model=True,  # model.class_path: ReaderModule or CGRModule
-            run=False,
-            args=argv,
-            save_config_kwargs={"overwrite": True},
-            parser_kwargs={"prog": "cgr train", "allow_abbrev": False, "exit_on_error": False},
-        ),
-        "cgr train",
-    )
+    cli = train_cli(argv)
     cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=_resume_from(cli))
     if cli.trainer.global_rank != 0:
         return 0

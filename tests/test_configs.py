@@ -1,6 +1,7 @@
 """Every shipped config parses with the CLI (an unknown key or a wrong type would fail here)."""
 
 import pytest
+import yaml
 
 from cgr.cli import main
 from tests.conftest import ROOT
@@ -55,3 +56,53 @@ def test_ircot_config_parses(path):
         and args.loop.max_paragraphs == 15
         and args.loop.max_steps == 8
     )
+
+
+def test_configs_compose_shared_groups():
+    """The shipped configs name the shared groups (callbacks, logger, chains) instead of copying
+    them; resolved, each carries the group's content."""
+    from cgr.training.config import resolved_config
+
+    for name in ("obqa.yaml", "obqa_cgr_cpu.yaml", "default.yaml"):
+        raw = yaml.safe_load((ROOT / "configs" / name).read_text())
+        assert raw["trainer"]["callbacks"] == "callbacks/default.yaml"
+        assert raw["data"]["chains"] == "chains/default.yaml"
+        config = resolved_config(ROOT / "configs" / name)
+        kinds = [c["class_path"].rsplit(".", 1)[1] for c in config["trainer"]["callbacks"]]
+        assert kinds == [
+            "ModelCheckpoint",
+            "ModelCheckpoint",
+            "RNGStateCheckpoint",
+            "ThroughputMonitor",
+        ]
+        assert config["data"]["chains"]["max_facts"] == 3
+
+
+def test_run_name_fills_checkpoint_folder_and_logger_names():
+    from jsonargparse import Namespace
+
+    from cgr.training.config import CHECKPOINT, name_run
+
+    def config(name=None, dirpath=None):
+        return Namespace(
+            config=[ROOT / "configs" / "obqa.yaml"],
+            name=name,
+            trainer=Namespace(
+                callbacks=[Namespace(class_path=CHECKPOINT, init_args=Namespace(dirpath=dirpath))],
+                logger=[
+                    Namespace(class_path="pytorch_lightning.loggers.CSVLogger",
+                              init_args=Namespace(save_dir="logs", name="lightning_logs")),
+                    Namespace(class_path="pytorch_lightning.loggers.WandbLogger",
+                              init_args=Namespace(save_dir="logs", name=None)),
+                ],
+            ),
+        )  # fmt: skip
+
+    by_file = config()
+    name_run(by_file)
+    assert by_file.trainer.callbacks[0].init_args.dirpath == "checkpoints/obqa"
+    assert [lg.init_args.name for lg in by_file.trainer.logger] == ["obqa", "obqa"]
+    named = config(name="mine", dirpath="elsewhere")
+    name_run(named)
+    assert named.trainer.callbacks[0].init_args.dirpath == "elsewhere"  # set in the config: kept
+    assert named.trainer.logger[0].init_args.name == "mine"

@@ -1,9 +1,8 @@
-"""Callbacks: exact resumption of a killed run, the training speed benchmarks compare, and\nCGR's evidence refresh with its trained query encoder."""
+"""Callbacks: exact resumption of a killed run, the batch size ThroughputMonitor counts, and\nCGR's evidence refresh with its trained query encoder."""
 
 from __future__ import annotations
 
 import random
-import time
 
 import numpy as np
 import pytorch_lightning as pl
@@ -33,44 +32,10 @@ class RNGStateCheckpoint(pl.Callback):
             torch.cuda.set_rng_state_all(state["cuda"])
 
 
-class TrainingSpeed(pl.Callback):
-    """Logs `train/questions_per_s` at each epoch end: training questions per second on this
-    rank, from the end of the epoch's first batch (warm-up) to its last, validation excluded;
-    and `train/questions_per_s_all_ranks`, that times the world size (DDP ranks step together).
-    Benchmarks compare it across models trained on the same data (CGR against reader-only)."""
-
-    def __init__(self) -> None:
-        self._reset()
-
-    def _reset(self) -> None:
-        self._start: float | None = None
-        self._paused: float | None = None
-        self._questions = 0
-
-    def on_train_epoch_start(self, trainer, pl_module) -> None:
-        self._reset()  # a run resumed mid-epoch starts counting at its first batch (no epoch start)
-
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        if self._start is None:
-            self._start = time.perf_counter()
-        else:
-            self._questions += len(batch)
-
-    def on_validation_start(self, trainer, pl_module) -> None:
-        if self._start is not None:  # validation inside a training epoch
-            self._paused = time.perf_counter()
-
-    def on_validation_end(self, trainer, pl_module) -> None:
-        if self._paused is not None:
-            self._start += time.perf_counter() - self._paused
-            self._paused = None
-
-    def on_train_epoch_end(self, trainer, pl_module) -> None:
-        if self._start is not None and self._questions:  # an epoch of one batch has no speed
-            speed = self._questions / (time.perf_counter() - self._start)
-            pl_module.log("train/questions_per_s", speed, rank_zero_only=True)
-            total = speed * trainer.world_size
-            pl_module.log("train/questions_per_s_all_ranks", total, rank_zero_only=True)
+def questions_in_batch(batch) -> int:
+    """ThroughputMonitor's batch size: the questions in a batch (its samples per second are
+    training questions per second, the speed the benchmarks compare)."""
+    return len(batch)
 
 
 class EvidenceRefresh(pl.Callback):

@@ -20,6 +20,8 @@ class ReaderModule(pl.LightningModule):
     """Args: reader_model (packaged short name, path or hub name), max_length, and AdamW settings
     (the paper: lr 9e-6 / 1e-5, weight decay 0.1, warm-up 6 %)."""
 
+    flops_per_batch = None  # ThroughputMonitor: no FLOP count (questions/s is what we compare)
+
     def __init__(
         self,
         reader_model: str = "minilm",

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import yaml
 
+from cgr.training.config import resolved_config
 from tests.conftest import ROOT, SAMPLE
 
 
 def tiny_config(tmp_path, model_class: str = "cgr.training.module.ReaderModule", model_args=None,
                 trainer_args=None, data_args=None, **retrieval) -> Path:  # fmt: skip
-    config = yaml.safe_load((ROOT / "configs" / "default.yaml").read_text())
+    config = resolved_config(ROOT / "configs" / "default.yaml")
     config["trainer"].update(max_epochs=1, limit_train_batches=3, default_root_dir=str(tmp_path / "logs"),
                              enable_progress_bar=False, log_every_n_steps=1)  # fmt: skip
     config["trainer"]["logger"] = [{"class_path": "pytorch_lightning.loggers.CSVLogger",
@@ -19,6 +20,8 @@ def tiny_config(tmp_path, model_class: str = "cgr.training.module.ReaderModule",
     for callback in config["trainer"]["callbacks"]:
         if "dirpath" in callback.get("init_args", {}):
             callback["init_args"]["dirpath"] = str(tmp_path / "ckpt")
+        if callback["class_path"].endswith("ThroughputMonitor"):
+            callback["init_args"]["window_size"] = 2  # a rate from the third batch on
     config["trainer"].update(trainer_args or {})
     init = config["model"]["init_args"]
     keep = {"reader_model", "max_length", "lr", "weight_decay", "warmup_ratio"}
