@@ -31,6 +31,7 @@ from cgr.amr.parsers import AMRConfig  # noqa: E402
 from cgr.chains.builder import ChainBuilder, ChainConfig  # noqa: E402
 from cgr.data.loaders import iter_jsonl, load_multiple_choice  # noqa: E402
 from cgr.data.records import fact_id  # noqa: E402
+from cgr.evidence.selection import EvidenceConfig, select_evidence  # noqa: E402
 from cgr.retrieval.factory import RetrievalConfig  # noqa: E402
 from cgr.training.datamodule import QADataModule  # noqa: E402
 
@@ -46,8 +47,13 @@ def with_chains(examples, chain_cfg: ChainConfig, max_evidence: int):
     examples = copy.deepcopy(examples)
     builder = ChainBuilder(chain_cfg, progress=False)
     start = time.perf_counter()
-    builder.attach(examples, max_evidence)
-    return examples, builder, time.perf_counter() - start
+    builder.attach(examples)
+    seconds = time.perf_counter() - start
+    only_chain_facts = not chain_cfg.pad_evidence  # the facts read: Ê (padded or not), pool order
+    select_evidence(
+        examples, EvidenceConfig(order="retrieval"), max_evidence, None, only_chain_facts
+    )
+    return examples, builder, seconds
 
 
 def chain_stats(examples, builder) -> dict:
@@ -55,12 +61,12 @@ def chain_stats(examples, builder) -> dict:
     lengths, e_sizes, shortest = Counter(), [], Counter()
     for ex in examples:
         for i, chains in enumerate(ex.chains):
-            e_sizes.append(len({f for c in chains for f in c["facts"]}))
-            lengths.update(len(c["facts"]) for c in chains)
+            e_sizes.append(len({f for c in chains for f in c.facts}))
+            lengths.update(len(c.facts) for c in chains)
             if i == ex.answer_index:
                 gold_n += 1
                 gold_with += bool(chains)
-                shortest[min((len(c["facts"]) for c in chains), default=0)] += 1
+                shortest[min((len(c.facts) for c in chains), default=0)] += 1
             else:
                 wrong_n += 1
                 wrong_with += bool(chains)
@@ -94,7 +100,7 @@ def accuracy_by_length(examples, checkpoint: str, name: str) -> dict:
         predictions = model(batch).argmax(-1).tolist()
         for ex, pred in zip(batch, predictions, strict=True):
             gold_chains = ex.chains[ex.answer_index]
-            length = min((len(c["facts"]) for c in gold_chains), default=0)
+            length = min((len(c.facts) for c in gold_chains), default=0)
             buckets.setdefault(length, []).append(int(pred == ex.answer_index))
     result = {k: (sum(v) / len(v), len(v)) for k, v in sorted(buckets.items())}
     import matplotlib
@@ -133,11 +139,11 @@ def entailmentbank_recall(config: dict, chain_cfg: ChainConfig) -> dict:
         gold_ids = {fact_id(t) for t in gold[ex.question_id]}
         pool_ids = {
             f.fact_id
-            for f in next(e for e in examples if e.question_id == ex.question_id).facts[
+            for f in next(e for e in examples if e.question_id == ex.question_id).pool[
                 ex.answer_index
             ]
         }
-        e_ids = {f for c in ex.chains[ex.answer_index] for f in c["facts"]}
+        e_ids = {f for c in ex.chains[ex.answer_index] for f in c.facts}
         total += len(gold_ids)
         pool_hits += len(gold_ids & pool_ids)
         e_hits += len(gold_ids & e_ids)
@@ -172,7 +178,7 @@ def gold_loss(examples, chain_cfg: ChainConfig, max_evidence: int) -> dict:
         gold = {text_key(g) for g in ex.gold_facts}
         if not gold or ex.answer_index is None:
             continue
-        pool = ex.facts[ex.answer_index]
+        pool = ex.pool[ex.answer_index]
         in_pool = [f for f in pool if text_key(f.text) in gold]
         stages["gold facts"] += len(gold)
         stages["not retrieved"] += len(gold) - len({text_key(f.text) for f in in_pool})
@@ -243,7 +249,7 @@ def main() -> None:
         )  # parses everything
         sentences = len(
             {h for ex in examples for h in ex.hypotheses}
-            | {f.text for ex in examples for p in ex.facts for f in p}
+            | {f.text for ex in examples for p in ex.pool for f in p}
         )
         chained, warm, _ = with_chains(examples, chain_cfg, data["max_evidence"])
         result = {"machine": machine(), "dataset": args.name, "embedded_parse_sentences_per_s": sentences / cold_seconds,

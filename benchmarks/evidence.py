@@ -114,7 +114,7 @@ def statistics_for(config: dict, max_length: int) -> dict:
         if not raw.gold_facts or ex.answer_index is None:
             continue
         gold = {text_key(g) for g in raw.gold_facts}
-        pool = raw.facts[ex.answer_index]
+        pool = raw.pool[ex.answer_index]
         # "what is retrieved": the pool in the order the reader is offered it
         order = ex.facts[ex.answer_index]
         ranks = gold_ranks(order, gold)

@@ -30,7 +30,7 @@ def test_predict_one_question_gives_answer_scores_facts_and_chains(predictor):
     assert all(0 < len(c.facts) <= 4 for c in p.choices)  # the facts read (max_evidence 4)
     assert any(c.chains for c in p.choices), "the sample corpus links renewable and solar"
     chain = next(ch for c in p.choices for ch in c.chains)
-    assert len(chain["facts"]) == len(chain["texts"]) and chain["links"]
+    assert len(chain.facts) == len(chain.texts) and len(chain.links) == len(chain.facts) + 1
 
 
 def test_predict_file_scores_like_cgr_eval(predictor, tiny_run, capsys, tmp_path):

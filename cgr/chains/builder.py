@@ -1,12 +1,13 @@
-"""pool -> AMR graphs -> chains -> Ê: attaches reasoning chains and the reader's evidence to
-each example (the middle of the data flow)."""
+"""pool -> AMR graphs -> chains -> Ê: attaches each choice's reasoning chains and Ê (the facts
+of its best chains) to each example, the middle of the data flow; the pool stays as retrieved
+and cgr.evidence.selection turns pool + Ê into the facts read."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tqdm.auto import tqdm
 
@@ -24,7 +25,8 @@ log = logging.getLogger(__name__)
 class ChainConfig:
     """`data.chains`. `pad_evidence: true` (default, as the authors' code) fills Ê up to the
     reader's `max_evidence` with the best pool facts, chain facts first: a small reader then never
-    reads an empty context when no chain exists. `false` gives the paper's Ê (chain facts only).
+    reads an empty context when no chain exists. `false` gives the paper's Ê (chain facts only);
+    cgr.evidence.selection applies it.
 
     `max_chains` chains per hypothesis are kept (exported, sampled by CGR's losses); Ê is the
     union of the facts of the best `evidence_chains` chains. Why two bounds: with one bound of 20,
@@ -56,31 +58,28 @@ class ChainBuilder:
         self.counters: Counter[str] = Counter()
         self.search_seconds: list[float] = []
 
-    def attach(self, examples: list[ReaderExample], max_evidence: int | None) -> None:
-        """Sets each example's chains and its facts to Ê (chain facts first, in pool order,
-        padded with the other pool facts when `pad_evidence`), cut at `max_evidence` (None:
-        uncut; cgr.evidence.selection orders and cuts afterwards)."""
+    def attach(self, examples: list[ReaderExample]) -> None:
+        """Sets each example's `chains` (best first, at most `max_chains` per choice) and
+        `chain_facts` (Ê: the texts of its best `evidence_chains` chains, in pool order)."""
         sentences = sorted(
             {h for ex in examples for h in ex.hypotheses}
-            | {f.text for ex in examples for pool in ex.facts for f in pool}
+            | {f.text for ex in examples for pool in ex.pool for f in pool}
         )
         graphs = dict(zip(sentences, self.parser.parse(sentences), strict=True))
         self.counters["failed_parses"] += sum(g is None for g in graphs.values())
         concepts = {s: amr_concepts(g, self.cfg.merge_roots) for s, g in graphs.items()}
         self.counters["facts_without_concepts"] += sum(
-            not concepts[f.text].concepts for ex in examples for pool in ex.facts for f in pool
+            not concepts[f.text].concepts for ex in examples for pool in ex.pool for f in pool
         )
         for ex in tqdm(examples, desc="searching chains", unit="q", disable=not self.progress):
-            self._attach_one(ex, concepts, max_evidence)
+            self._attach_one(ex, concepts)
         log.info("chains: %s", dict(self.counters))
 
-    def _attach_one(
-        self, ex: ReaderExample, concepts: dict[str, AMRConcepts], max_evidence: int | None
-    ) -> None:
+    def _attach_one(self, ex: ReaderExample, concepts: dict[str, AMRConcepts]) -> None:
         hyps = [concepts[h] for h in ex.hypotheses]
         q_nodes = question_concepts(hyps)
-        ex.chains, ex.chain_facts, evidence, any_chain = [], [], [], False
-        for hyp, pool in zip(hyps, ex.facts, strict=True):
+        ex.chains, ex.chain_facts, any_chain = [], [], False
+        for hyp, pool in zip(hyps, ex.pool, strict=True):
             start = time.perf_counter()
             facts = {f.fact_id: concepts[f.text] for f in pool}
             graph = build_semantic_graph(hyp, q_nodes, facts)
@@ -92,18 +91,13 @@ class ChainBuilder:
             self.counters["hypotheses"] += 1
             self.counters["hypotheses_with_chains"] += bool(chains)
             any_chain |= bool(chains)
-            by_id = {f.fact_id: f for f in pool}
+            text = {f.fact_id: f.text for f in pool}
             ex.chains.append(
                 [
-                    {**c.to_dict(), "texts": [by_id[f].text for f in c.facts]}
+                    replace(c, texts=tuple(text[f] for f in c.facts))
                     for c in chains[: self.cfg.max_chains]
                 ]
             )
             chosen = chain_evidence(chains[: self.cfg.evidence_chains], [f.fact_id for f in pool])
-            ex.chain_facts.append([by_id[f].text for f in chosen])
-            if self.cfg.pad_evidence:
-                in_chains = set(chosen)  # built once: the pool has ~100 facts per hypothesis
-                chosen += [f.fact_id for f in pool if f.fact_id not in in_chains]
-            evidence.append([by_id[f] for f in chosen[:max_evidence]])
+            ex.chain_facts.append([text[f] for f in chosen])
         self.counters["questions_without_chains"] += not any_chain
-        ex.facts = evidence

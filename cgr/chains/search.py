@@ -17,15 +17,23 @@ from dataclasses import asdict, dataclass
 from cgr.chains.graph import SemanticGraph
 
 
-@dataclass(frozen=True)
+@dataclass
 class Chain:
-    facts: tuple[str, ...]  # fact ids, from the question side to the answer side
-    links: tuple[
-        str, ...
-    ]  # len(facts) + 1 concepts: question concept, shared concepts, answer concept
+    """A reasoning chain: facts from the question side to the answer side, each sharing a
+    concept with the next. `links`: len(facts) + 1 concepts (question concept, the shared
+    concepts, answer concept); `texts`: the facts' sentences, once the chain is tied to a pool.
+    Not frozen: Lightning walks (and rebuilds) the dataclasses inside a batch."""
+
+    facts: tuple[str, ...]
+    links: tuple[str, ...]
+    texts: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {k: list(v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, row: dict) -> Chain:
+        return cls(tuple(row["facts"]), tuple(row["links"]), tuple(row.get("texts", ())))
 
 
 @dataclass

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cgr.chains.search import Chain
 from cgr.reader.examples import ReaderExample
+from cgr.retrieval.base import RetrievedFact
 
 
 @dataclass
@@ -15,12 +17,12 @@ class ChoicePrediction:
     text: str
     score: float
     hypothesis: str
-    facts: list[dict] = field(default_factory=list)  # the facts read (RetrievedFact.to_dict())
-    chains: list[dict] = field(default_factory=list)  # Chain.to_dict() + the facts' "texts"
+    facts: list[RetrievedFact] = field(default_factory=list)  # the facts read, in reading order
+    chains: list[Chain] = field(default_factory=list)  # best first
 
     @property
     def fact_texts(self) -> list[str]:
-        return [f["text"] for f in self.facts]
+        return [f.text for f in self.facts]
 
 
 @dataclass
@@ -49,7 +51,7 @@ class Prediction:
         best = max(range(len(scores)), key=scores.__getitem__)
         chains = example.chains or [[] for _ in example.choices]
         choices = [
-            ChoicePrediction(label, text, score, hyp, [f.to_dict() for f in facts], list(ch))
+            ChoicePrediction(label, text, score, hyp, list(facts), list(ch))
             for label, text, score, hyp, facts, ch in zip(
                 example.labels,
                 example.choices,
@@ -76,8 +78,8 @@ class Prediction:
                     "text": c.text,
                     "score": c.score,
                     "hypothesis": c.hypothesis,
-                    "facts": c.facts,
-                    "chains": c.chains,
+                    "facts": [f.to_dict() for f in c.facts],
+                    "chains": [ch.to_dict() for ch in c.chains],
                 }
                 for c in self.choices
             ],

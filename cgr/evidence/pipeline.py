@@ -102,11 +102,15 @@ class EvidencePipeline:
         if self.chains.enabled:
             if self._chain_builder is None:
                 self._chain_builder = ChainBuilder(self.chains, progress=self.progress)
-            self._chain_builder.attach(examples, None)
+            self._chain_builder.attach(examples)
+        else:
+            for ex in examples:  # a second selection without chains reads the plain pool
+                ex.chains, ex.chain_facts = [], []
         relevance = None
-        if self.evidence.order != "retrieval" and any(p for ex in examples for p in ex.facts):
+        if self.evidence.order != "retrieval" and any(p for ex in examples for p in ex.pool):
             relevance = self._relevance_scorer()
-        select_evidence(examples, self.evidence, self.max_evidence, relevance)
+        only_chain_facts = self.chains.enabled and not self.chains.pad_evidence
+        select_evidence(examples, self.evidence, self.max_evidence, relevance, only_chain_facts)
         return examples
 
     def __call__(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from cgr.chains.search import Chain
 from cgr.data.hypothesis import HypothesisGenerator
 from cgr.data.loaders import require_file
 from cgr.data.records import Question, fact_id
@@ -76,7 +77,7 @@ def build_examples(
                 labels=[c.label for c in q.choices],
                 choices=[c.text for c in q.choices],
                 hypotheses=hyps,
-                facts=pools[cursor : cursor + len(hyps)],
+                pool=pools[cursor : cursor + len(hyps)],
                 answer_index=q.answer_index,
                 gold_facts=list(q.gold_facts),
             )
@@ -116,6 +117,10 @@ def load_examples(path: Path) -> list[ReaderExample]:
     with path.open(encoding="utf-8") as f:
         for line in f:
             row = json.loads(line)
-            row["facts"] = [[RetrievedFact(**fact) for fact in pool] for pool in row["facts"]]
+            if "pool" not in row:  # written before the pool and the facts read were kept apart
+                row["pool"], row["facts"] = row["facts"], []
+            for key in ("pool", "facts"):
+                row[key] = [[RetrievedFact(**fact) for fact in pool] for pool in row[key]]
+            row["chains"] = [[Chain.from_dict(c) for c in chains] for chains in row["chains"]]
             out.append(ReaderExample(**row))
     return out

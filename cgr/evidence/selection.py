@@ -64,15 +64,29 @@ def _chain_texts(ex: ReaderExample, choice: int) -> set[str]:
         return set(ex.chain_facts[choice])
     if not ex.chains or choice >= len(ex.chains):
         return set()
-    return {t for c in ex.chains[choice] for t in c.get("texts", [])}
+    return {t for c in ex.chains[choice] for t in c.texts}
+
+
+def candidates(ex: ReaderExample, chain_facts_only: bool = False) -> list[list[RetrievedFact]]:
+    """Per choice, the facts it may offer: its pool, or only Ê's facts with `chain_facts_only`
+    (the paper's Ê, `data.chains.pad_evidence: false`)."""
+    if not chain_facts_only:
+        return ex.pool
+    return [[f for f in pool if f.text in _chain_texts(ex, c)] for c, pool in enumerate(ex.pool)]
 
 
 def select_evidence(
-    examples: list[ReaderExample], cfg: EvidenceConfig, max_evidence: int, relevance=None
+    examples: list[ReaderExample],
+    cfg: EvidenceConfig,
+    max_evidence: int,
+    relevance=None,
+    chain_facts_only: bool = False,
 ) -> None:
     """In place: each example's `facts[c]` becomes the at most `max_evidence` facts offered to
-    choice c, best first. `relevance` (HypothesisRelevance) ranks for the orders but `retrieval`."""
-    rerank = cfg.order != "retrieval" and any(p for ex in examples for p in ex.facts)
+    choice c, best first, drawn from its pool (`pool` itself is left as retrieved).
+    `relevance` (HypothesisRelevance) ranks for the orders but `retrieval`."""
+    offered = [candidates(ex, chain_facts_only) for ex in examples]
+    rerank = cfg.order != "retrieval" and any(p for pools in offered for p in pools)
     if rerank:
         if relevance is None:
             raise ConfigError(f"data.evidence.order {cfg.order} needs a relevance scorer")
@@ -80,16 +94,17 @@ def select_evidence(
             hyps = [h for ex in examples for h in ex.hypotheses]
         else:
             hyps = [f"{ex.question} {c}" for ex in examples for c in ex.choices]
-        pools = [pool for ex in examples for pool in ex.facts]
-        scores = iter(relevance.scores(hyps, pools))
-    for ex in examples:
+        scores = iter(relevance.scores(hyps, [pool for pools in offered for pool in pools]))
+    for ex, pools in zip(examples, offered, strict=True):
         ranked = []
-        for c, pool in enumerate(ex.facts):
+        for c, pool in enumerate(pools):
             in_chain = _chain_texts(ex, c) if cfg.chain_facts_first else set()
             if rerank:
                 sims = next(scores)
                 keys = {id(f): s for f, s in zip(pool, sims, strict=True)}
                 pool = sorted(pool, key=lambda f: (f.text not in in_chain, -keys[id(f)]))
+            else:  # pool order, Ê's facts first (a stable sort)
+                pool = sorted(pool, key=lambda f: f.text not in in_chain)
             ranked.append(_dedupe(pool))
         if cfg.shared_facts == "drop" and len(ranked) > 1:
             tops = [{text_key(f.text) for f in r[:max_evidence]} for r in ranked]

@@ -138,7 +138,7 @@ class CGRModule(ReaderModule):
 
     def _sample_chains(self, ex: ReaderExample) -> list[list[str]]:
         chains = ex.chains[ex.answer_index] if ex.chains else []
-        texts = [c["texts"][: self.hparams.max_chain_facts] for c in chains if c.get("texts")]
+        texts = [list(c.texts[: self.hparams.max_chain_facts]) for c in chains if c.texts]
         n = self.hparams.chains_per_hypothesis
         if len(texts) <= n:
             return texts
@@ -187,13 +187,7 @@ class CGRModule(ReaderModule):
         gold_hyps = [ex.hypotheses[ex.answer_index] for ex in batch]
         sampled = [self._sample_chains(ex) for ex in batch]
         chain_e = [
-            sorted(
-                {
-                    t
-                    for c in (ex.chains[ex.answer_index] if ex.chains else [])
-                    for t in c.get("texts", [])
-                }
-            )
+            sorted({t for c in (ex.chains[ex.answer_index] if ex.chains else []) for t in c.texts})
             for ex in batch
         ]
         gold = [ex.gold_facts[: hp.max_chain_facts] for ex in batch]

@@ -84,7 +84,7 @@ def test_result_does_not_depend_on_pool_order():
     results = set()
     for order in itertools.permutations(FACTS):
         chains, _ = find_chains(build_semantic_graph(HYP, Q, {k: FACTS[k] for k in order}))
-        results.add(tuple(chains))
+        results.add(tuple((c.facts, c.links) for c in chains))
     assert len(results) == 1
 
 
@@ -110,6 +110,7 @@ def test_chain_evidence_is_the_union_in_retrieval_order():
 def sample_examples(tmp_path_factory):
     from cgr.amr.parsers import AMRConfig
     from cgr.chains.builder import ChainBuilder, ChainConfig
+    from cgr.evidence.selection import EvidenceConfig, select_evidence
     from cgr.reader.examples import ReaderExample
     from cgr.retrieval.base import RetrievedFact
 
@@ -120,23 +121,21 @@ def sample_examples(tmp_path_factory):
     hyps = ["Copper is the best conductor of electricity.", "Wood is the best conductor of electricity.",
             "Salt is the best conductor of electricity."]  # fmt: skip
     ex = ReaderExample("q", "Which material is the best conductor of electricity?", list("ABC"), choices, hyps,
-                       [list(pool) for _ in choices], 0)  # fmt: skip
+                       answer_index=0, pool=[list(pool) for _ in choices])  # fmt: skip
     cache = str(tmp_path_factory.mktemp("amr") / "amr.sqlite")
     padded = ChainBuilder(ChainConfig(amr=AMRConfig(cache=cache)), progress=False)
-    padded.attach([ex], max_evidence=3)
-    plain = ReaderExample(**{**ex.__dict__, "facts": [list(pool) for _ in choices], "chains": []})
-    unpadded = ChainBuilder(
-        ChainConfig(amr=AMRConfig(cache=cache), pad_evidence=False), progress=False
-    )
-    unpadded.attach([plain], max_evidence=3)
+    padded.attach([ex])
+    select_evidence([ex], EvidenceConfig(order="retrieval"), 3)
+    plain = ReaderExample(**{**ex.__dict__, "pool": [list(pool) for _ in choices], "chains": []})
+    select_evidence([plain], EvidenceConfig(order="retrieval"), 3, chain_facts_only=True)
     return ex, plain, padded
 
 
 def test_builder_finds_the_two_fact_chain_with_the_real_parser(sample_examples):
     ex, _, builder = sample_examples
-    copper = [(c["facts"], c["links"], c["texts"]) for c in ex.chains[0]]
+    copper = [(c.facts, c.links, c.texts) for c in ex.chains[0]]
     assert (("id0", "id1"), ("conductor", "metal", "copper"),
-            ["metal is a good conductor of electricity", "copper is a metal"]) in [(tuple(f), tuple(k), t) for f, k, t in copper]  # fmt: skip
+            ("metal is a good conductor of electricity", "copper is a metal")) in copper  # fmt: skip
     assert ex.chains[2] == []  # "salt" never meets the question
     assert builder.counters["hypotheses"] == 3
     assert builder.counters["hypotheses_with_chains"] == sum(bool(c) for c in ex.chains) >= 1
@@ -145,6 +144,7 @@ def test_builder_finds_the_two_fact_chain_with_the_real_parser(sample_examples):
 def test_evidence_is_chain_facts_first_then_padding(sample_examples):
     ex, plain, _ = sample_examples
     assert [f.fact_id for f in ex.facts[0]][:2] == ["id0", "id1"] and len(ex.facts[0]) == 3
+    assert [len(p) for p in ex.pool] == [4, 4, 4]  # the pool stays as retrieved
     assert len(ex.facts[2]) == 3  # padded from the pool though it has no chain
     assert plain.facts[2] == [] and {f.fact_id for f in plain.facts[0]} <= {"id0", "id1", "id3"}
 
@@ -152,6 +152,7 @@ def test_evidence_is_chain_facts_first_then_padding(sample_examples):
 def test_evidence_comes_from_more_chains_than_are_kept(sample_examples, tmp_path):
     from cgr.amr.parsers import AMRConfig
     from cgr.chains.builder import ChainBuilder, ChainConfig
+    from cgr.evidence.selection import EvidenceConfig, select_evidence
     from cgr.retrieval.base import RetrievedFact
 
     _, plain, _ = sample_examples
@@ -159,11 +160,12 @@ def test_evidence_comes_from_more_chains_than_are_kept(sample_examples, tmp_path
              "copper is a metal"]  # fmt: skip
     pool = [RetrievedFact(f"f{i}", t, 1.0) for i, t in enumerate(texts)]
     ex = type(plain)(
-        **{**plain.__dict__, "facts": [list(pool) for _ in plain.choices], "chains": []}
+        **{**plain.__dict__, "pool": [list(pool) for _ in plain.choices], "chains": []}
     )
     cfg = ChainConfig(amr=AMRConfig(cache=str(tmp_path / "a.sqlite")), max_chains=1,
                       evidence_chains=50, pad_evidence=False)  # fmt: skip
-    ChainBuilder(cfg, progress=False).attach([ex], None)
-    assert [tuple(c["facts"]) for c in ex.chains[0]] == [("f0",)]  # the shortest chain is kept
+    ChainBuilder(cfg, progress=False).attach([ex])
+    select_evidence([ex], EvidenceConfig(order="retrieval"), 10, chain_facts_only=True)
+    assert [c.facts for c in ex.chains[0]] == [("f0",)]  # the shortest chain is kept
     assert {f.fact_id for f in ex.facts[0]} == {"f0", "f1", "f2"}  # Ê: the 2-fact chain too
     assert set(ex.chain_facts[0]) == set(texts)  # Ê is kept apart for the selection step

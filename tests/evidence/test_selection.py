@@ -14,10 +14,11 @@ def fact(text, score=0.5):
     return RetrievedFact(text[:8], text, score)
 
 
-def example(pools, chains=None):
+def example(pools, chain_texts=None):
     n = len(pools)
     return ReaderExample("q", "What melts ice?", list("ABCD"[:n]), ["salt", "sand"][:n],
-                         ["Salt melts ice.", "Sand melts ice."][:n], pools, 0, chains or [])  # fmt: skip
+                         ["Salt melts ice.", "Sand melts ice."][:n], answer_index=0, pool=pools,
+                         chain_facts=chain_texts or [])  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +42,10 @@ def test_relevance_orders_put_the_fact_about_the_choice_first(relevance, order):
 
 def test_chain_facts_stay_first_under_hypothesis_order(relevance):
     pool = [fact("salt lowers the melting point of ice"), fact("oceans are salty water")]
-    ex = example([pool], chains=[[{"texts": ["oceans are salty water"]}]])
+    ex = example([pool], chain_texts=[["oceans are salty water"]])
     select_evidence([ex], EvidenceConfig(order="hypothesis"), 5, relevance)
     assert [f.text for f in ex.facts[0]][0] == "oceans are salty water"
-    by_relevance = example([list(pool)], chains=[[{"texts": ["oceans are salty water"]}]])
+    by_relevance = example([list(pool)], chain_texts=[["oceans are salty water"]])
     cfg = EvidenceConfig(order="hypothesis", chain_facts_first=False)
     select_evidence([by_relevance], cfg, 5, relevance)
     assert by_relevance.facts[0][0].text.startswith("salt lowers")
@@ -60,7 +61,7 @@ def test_near_duplicates_are_read_once_and_max_evidence_cuts():
 def test_shared_facts_can_be_dropped():
     shared = fact("ice is frozen water")
     ex = example([[shared, fact("salt is a mineral")], [shared, fact("sand is made of rock")]])
-    keep = example([list(p) for p in ex.facts])
+    keep = example([list(p) for p in ex.pool])
     select_evidence([ex], EvidenceConfig(order="retrieval", shared_facts="drop"), 5)
     assert [[f.text for f in p] for p in ex.facts] == [
         ["salt is a mineral"],
@@ -84,3 +85,15 @@ def test_gold_pools_read_gold_facts_and_need_some():
     assert [[f.text for f in p] for p in pools] == [["salt melts ice"], ["salt melts ice"], []]
     with pytest.raises(ConfigError, match="x.jsonl: no question has gold facts"):
         gold_pools([bare], [["h3"]])
+
+
+def test_selection_leaves_the_pool_as_retrieved_and_can_offer_only_chain_facts():
+    pool = [fact("the moon orbits the earth", 0.9), fact("salt lowers the melting point of ice")]
+    ex = example([list(pool)], chain_texts=[["salt lowers the melting point of ice"]])
+    select_evidence([ex], EvidenceConfig(order="retrieval"), 1)
+    assert [f.text for f in ex.facts[0]] == ["salt lowers the melting point of ice"]  # Ê first
+    assert ex.pool[0] == pool  # the retrieved pool is not overwritten
+    select_evidence([ex], EvidenceConfig(order="retrieval"), 5, chain_facts_only=True)
+    assert [f.text for f in ex.facts[0]] == ["salt lowers the melting point of ice"]
+    select_evidence([ex], EvidenceConfig(order="retrieval"), 5)  # selecting again: same pool
+    assert len(ex.facts[0]) == 2

@@ -2,8 +2,10 @@
 
 import pytest
 
+from cgr.chains.search import Chain
 from cgr.cli import main
 from cgr.evaluation.prediction import ChoicePrediction, Prediction
+from cgr.retrieval.base import RetrievedFact
 from cgr.serving.explain import explanation
 
 
@@ -29,13 +31,10 @@ def test_an_unwritable_out_dir_fails_before_the_model_loads(capsys, tmp_path):
 
 
 def test_explanation_lists_chains_under_their_choice():
-    chain = {
-        "facts": ["f1"],
-        "links": ["renewable", "solar"],
-        "texts": ["solar energy is renewable"],
-    }
+    chain = Chain(("f1",), ("renewable", "solar"), ("solar energy is renewable",))
+    coal = RetrievedFact("f2", "coal burns", 0.5)
     p = Prediction("q", "Which is renewable?", "B", [
-        ChoicePrediction("A", "coal", -1.0, "Coal is renewable.", [{"text": "coal burns"}], []),
+        ChoicePrediction("A", "coal", -1.0, "Coal is renewable.", [coal], []),
         ChoicePrediction("B", "solar", 2.0, "Solar is renewable.", [], [chain]),
     ])  # fmt: skip
     lines = explanation(p)

@@ -90,21 +90,14 @@ def test_checkpoint_holds_the_query_encoder_and_eval_uses_it(cgr_run, tmp_path, 
 
 
 def test_query_encoder_learns_from_the_chain_losses(tmp_path):
+    from cgr.chains.search import Chain
     from cgr.reader.examples import ReaderExample
     from cgr.training.cgr_module import CGRModule
 
     module = CGRModule(max_length=32, use_rl=False, disable_dropout=True)
     chains = [
-        {
-            "facts": ["a", "b"],
-            "links": ["x", "y", "z"],
-            "texts": ["metal conducts electricity", "copper is a metal"],
-        },
-        {
-            "facts": ["c", "d"],
-            "links": ["x", "y", "z"],
-            "texts": ["a bear hibernates in winter", "winter is cold"],
-        },
+        Chain(("a", "b"), ("x", "y", "z"), ("metal conducts electricity", "copper is a metal")),
+        Chain(("c", "d"), ("x", "y", "z"), ("a bear hibernates in winter", "winter is cold")),
     ]
     gold = [["copper is a metal"], ["winter is cold"]]
     batch = [ReaderExample(f"q{i}", "Which one?", ["A", "B"], ["copper", "wood"], [f"Hypothesis {i}.", "Other."],
