@@ -9,7 +9,6 @@ import resource
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -61,11 +60,10 @@ def train_config(path: str | Path) -> dict:
 
 def run_training(config: dict, name: str) -> dict:
     """One real `cgr train` run of `config` (checkpoints in checkpoints/bench/NAME, CSV log in
-    logs/bench/NAME, both cleared first so nothing resumes): dev accuracy, minutes and the logged
-    training questions/s."""
+    logs/bench/NAME): dev accuracy, minutes and the logged training questions/s. A run killed
+    part-way (a session's end) resumes from its last.ckpt when started again with the same
+    config; any other leftover is cleared first. `minutes` then sums the parts."""
     ckpt_dir, log_dir = ROOT / "checkpoints" / "bench" / name, ROOT / "logs" / "bench" / name
-    for folder in (ckpt_dir, log_dir):
-        shutil.rmtree(folder, ignore_errors=True)
     trainer = config["trainer"]
     trainer.update(enable_progress_bar=False, val_check_interval=1.0)
     trainer["logger"] = [{"class_path": "pytorch_lightning.loggers.CSVLogger",
@@ -73,15 +71,30 @@ def run_training(config: dict, name: str) -> dict:
     for callback in trainer["callbacks"]:
         if "dirpath" in callback.get("init_args", {}):
             callback["init_args"]["dirpath"] = str(ckpt_dir)
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        yaml.safe_dump(config, f)
+    text = yaml.safe_dump(config)
+    stamp, spent = ckpt_dir / "bench-config.yaml", ckpt_dir / "bench-minutes.txt"
+    resuming = stamp.exists() and stamp.read_text() == text and (ckpt_dir / "last.ckpt").exists()
+    if not resuming:
+        for folder in (ckpt_dir, log_dir):
+            shutil.rmtree(folder, ignore_errors=True)
+        ckpt_dir.mkdir(parents=True)
+        stamp.write_text(text)
+    before = float(spent.read_text()) if resuming and spent.exists() else 0.0
+    config_file = ckpt_dir / "bench-run.yaml"
+    config_file.write_text(text)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "cgr.cli", "train", "--config", f.name], cwd=ROOT,
-                          capture_output=True, text=True)  # fmt: skip
-    minutes = (time.perf_counter() - start) / 60
-    lines = proc.stdout.strip().splitlines()
+    with subprocess.Popen([sys.executable, "-m", "cgr.cli", "train", "--config", str(config_file)], cwd=ROOT,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:  # fmt: skip
+        while True:  # the minutes so far stay on disk, for a resumed run's total
+            try:
+                stdout, stderr = proc.communicate(timeout=60)
+                break
+            except subprocess.TimeoutExpired:
+                spent.write_text(str(before + (time.perf_counter() - start) / 60))
+    minutes = before + (time.perf_counter() - start) / 60
+    lines = stdout.strip().splitlines()
     if proc.returncode != 0 or not lines or not lines[-1].startswith("accuracy:"):
-        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
+        sys.stderr.write(stdout[-3000:] + stderr[-5000:])
         raise SystemExit(f"{name} failed (exit {proc.returncode})")
     return {"accuracy": float(lines[-1].split()[1]), "minutes": minutes,
             "questions_per_s": training_speed(log_dir), "machine": machine()}  # fmt: skip

@@ -10,7 +10,6 @@ with the whole batch.
 from __future__ import annotations
 
 import hashlib
-import random
 
 import torch
 from torch.nn import functional as F
@@ -18,6 +17,7 @@ from torch.nn import functional as F
 from cgr.errors import CGRError, ConfigError
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.encoders import TextEncoder, load_sentence_encoder
+from cgr.training.chain_inputs import ChainInputs
 from cgr.training.losses import (
     GlobalChainLoss,
     MLEChainLoss,
@@ -136,15 +136,6 @@ class CGRModule(ReaderModule):
         total = torch.tensor([float(n_local)], device=self.device)
         return self.trainer.strategy.reduce(total, reduce_op="sum").item() / world
 
-    def _sample_chains(self, ex: ReaderExample) -> list[list[str]]:
-        chains = ex.chains[ex.answer_index] if ex.chains else []
-        texts = [list(c.texts[: self.hparams.max_chain_facts]) for c in chains if c.texts]
-        n = self.hparams.chains_per_hypothesis
-        if len(texts) <= n:
-            return texts
-        rng = random.Random(f"{self.hparams.sample_seed}:{self.current_epoch}:{ex.question_id}")
-        return rng.sample(texts, n)
-
     def _chain_rows_log_prob(self, hyps: list[str], rows: list[list[str]], vectors, reverse: bool):
         """log p(c|h) for each row (a chain of facts, possibly empty = padding)."""
         T = self.hparams.max_chain_facts
@@ -184,45 +175,31 @@ class CGRModule(ReaderModule):
         rewards = (logits.argmax(-1) == labels).float()
         terms = {"reader": reader}
         hp = self.hparams
-        gold_hyps = [ex.hypotheses[ex.answer_index] for ex in batch]
-        sampled = [self._sample_chains(ex) for ex in batch]
-        chain_e = [
-            sorted({t for c in (ex.chains[ex.answer_index] if ex.chains else []) for t in c.texts})
-            for ex in batch
-        ]
-        gold = [ex.gold_facts[: hp.max_chain_facts] for ex in batch]
-        vectors = self.encode_facts(
-            [t for s in sampled for c in s for t in c]
-            + [t for e in chain_e for t in e]
-            + [t for g in gold for t in g]
+        inputs = ChainInputs.from_batch(
+            batch,
+            hp.max_chain_facts,
+            hp.chains_per_hypothesis,
+            f"{hp.sample_seed}:{self.current_epoch}",
         )
+        vectors = self.encode_facts(inputs.fact_texts)
         if hp.use_supervised:
-            lp = self._chain_rows_log_prob(gold_hyps, gold, vectors, reverse=False)
-            terms["supervised"] = self.supervised_loss(
-                lp, torch.tensor([bool(g) for g in gold], device=self.device)
-            )
+            lp = self._chain_rows_log_prob(inputs.hypotheses, inputs.gold, vectors, reverse=False)
+            has_gold = torch.tensor([bool(g) for g in inputs.gold], device=self.device)
+            terms["supervised"] = self.supervised_loss(lp, has_gold)
         if hp.use_mle or hp.use_rl:
-            n = hp.chains_per_hypothesis
-            rows, row_hyps, weights, row_rewards = [], [], [], []
-            for ex_i, (h, chains) in enumerate(zip(gold_hyps, sampled, strict=True)):
-                for j in range(n):  # fixed n rows per hypothesis: equal shapes on every rank
-                    rows.append(chains[j] if j < len(chains) else [])
-                    row_hyps.append(h)
-                    weights.append(1.0 / len(chains) if j < len(chains) else 0.0)
-                    row_rewards.append(rewards[ex_i])
-            weights_t = torch.tensor(weights, device=self.device)
-            fwd = self._chain_rows_log_prob(row_hyps, rows, vectors, reverse=False)
-            bwd = self._chain_rows_log_prob(row_hyps, rows, vectors, reverse=True)
-            n_hyp = self._per_rank_count(sum(bool(c) for c in sampled))
+            row_hyps = [inputs.hypotheses[q] for q in inputs.row_question]
+            weights = torch.tensor(inputs.row_weights, device=self.device)
+            fwd = self._chain_rows_log_prob(row_hyps, inputs.rows, vectors, reverse=False)
+            bwd = self._chain_rows_log_prob(row_hyps, inputs.rows, vectors, reverse=True)
+            n_hyp = self._per_rank_count(inputs.questions_with_chains)
             if hp.use_mle:
-                terms["mle"] = self.mle_loss(fwd, bwd, weights_t, n_hyp)
+                terms["mle"] = self.mle_loss(fwd, bwd, weights, n_hyp)
             if hp.use_rl:
                 baseline = self._gather(rewards).mean()
-                terms["rl"] = self.rl_loss(
-                    fwd, bwd, weights_t, torch.stack(row_rewards), baseline, n_hyp
-                )
+                row_rewards = rewards[torch.tensor(inputs.row_question, device=self.device)]
+                terms["rl"] = self.rl_loss(fwd, bwd, weights, row_rewards, baseline, n_hyp)
         if hp.use_global:
-            terms["global"] = self._global_loss(gold_hyps, chain_e, vectors)
+            terms["global"] = self._global_loss(inputs.hypotheses, inputs.evidence, vectors)
         loss = sum(terms.values())
         if not torch.isfinite(loss):
             self._stop_on_bad_loss(loss, batch, batch_idx, terms)
@@ -250,7 +227,7 @@ class CGRModule(ReaderModule):
         )
         self.log(
             "train/hypotheses_with_chains",
-            sum(bool(s) for s in sampled) / size,
+            inputs.questions_with_chains / size,
             batch_size=size,
             on_epoch=True,
             on_step=False,

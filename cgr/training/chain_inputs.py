@@ -1,0 +1,72 @@
+"""What CGR's chain losses read from a batch, built once per batch in plain Python (no tensors):
+the gold hypotheses, the gold chains for L_S, the sampled chains for L_mle / L_rl laid out as a
+fixed number of rows per hypothesis (equal shapes on every DDP rank), and Ê for L_global."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from cgr.reader.examples import ReaderExample
+
+
+@dataclass
+class ChainInputs:
+    hypotheses: list[str]  # the gold answer's hypothesis, per question
+    gold: list[list[str]]  # per question, its gold facts (L_S), at most max_chain_facts
+    rows: list[list[str]]  # chains_per_hypothesis rows per question; [] pads a missing chain
+    row_question: list[int]  # the question each row belongs to
+    row_weights: list[float]  # 1 / (chains sampled for its question); 0 for padding
+    evidence: list[list[str]]  # per question, Ê of the gold answer (sorted texts), L_global
+
+    @property
+    def questions_with_chains(self) -> int:
+        return len({q for q, w in zip(self.row_question, self.row_weights, strict=True) if w})
+
+    @property
+    def fact_texts(self) -> list[str]:
+        """Every fact text some loss term encodes (duplicates included)."""
+        return (
+            [t for r in self.rows for t in r]
+            + [t for e in self.evidence for t in e]
+            + [t for g in self.gold for t in g]
+        )
+
+    @classmethod
+    def from_batch(
+        cls,
+        batch: list[ReaderExample],
+        max_chain_facts: int,
+        chains_per_hypothesis: int,
+        seed: str,
+    ) -> ChainInputs:
+        """`seed` (e.g. sample seed and epoch) makes the chains sampled for a question the same
+        on every rank and after a resume."""
+        rows, row_question, row_weights = [], [], []
+        for i, ex in enumerate(batch):
+            sampled = sample_chains(ex, max_chain_facts, chains_per_hypothesis, seed)
+            for j in range(chains_per_hypothesis):
+                rows.append(sampled[j] if j < len(sampled) else [])
+                row_question.append(i)
+                row_weights.append(1.0 / len(sampled) if j < len(sampled) else 0.0)
+        return cls(
+            hypotheses=[ex.hypotheses[ex.answer_index] for ex in batch],
+            gold=[ex.gold_facts[:max_chain_facts] for ex in batch],
+            rows=rows,
+            row_question=row_question,
+            row_weights=row_weights,
+            evidence=[sorted({t for c in gold_chains(ex) for t in c.texts}) for ex in batch],
+        )
+
+
+def gold_chains(ex: ReaderExample) -> list:
+    return ex.chains[ex.answer_index] if ex.chains else []
+
+
+def sample_chains(ex: ReaderExample, max_facts: int, n: int, seed: str) -> list[list[str]]:
+    """Up to `n` of the gold answer's chains (fact texts, cut at `max_facts`), drawn without
+    replacement when it has more."""
+    texts = [list(c.texts[:max_facts]) for c in gold_chains(ex) if c.texts]
+    if len(texts) <= n:
+        return texts
+    return random.Random(f"{seed}:{ex.question_id}").sample(texts, n)
