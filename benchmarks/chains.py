@@ -31,7 +31,7 @@ from cgr.amr.parsers import AMRConfig  # noqa: E402
 from cgr.chains.builder import ChainBuilder, ChainConfig  # noqa: E402
 from cgr.data.loaders import iter_jsonl, load_multiple_choice  # noqa: E402
 from cgr.data.records import fact_id  # noqa: E402
-from cgr.evidence.selection import EvidenceConfig, select_evidence  # noqa: E402
+from cgr.evidence.selection import EvidenceConfig, select_evidence, text_key  # noqa: E402
 from cgr.retrieval.factory import RetrievalConfig  # noqa: E402
 from cgr.training.datamodule import QADataModule  # noqa: E402
 
@@ -58,8 +58,12 @@ def with_chains(examples, chain_cfg: ChainConfig, max_evidence: int):
 
 def chain_stats(examples, builder) -> dict:
     gold_with = wrong_with = gold_n = wrong_n = 0
-    lengths, e_sizes, shortest = Counter(), [], Counter()
+    lengths, e_sizes, shortest, e_recall = Counter(), [], Counter(), []
     for ex in examples:
+        gold = {text_key(g) for g in ex.gold_facts}
+        if gold and ex.chain_facts:  # Ê of the gold answer: all facts of its evidence_chains chains
+            found = {text_key(t) for t in ex.chain_facts[ex.answer_index]}
+            e_recall.append(len(gold & found) / len(gold))
         for i, chains in enumerate(ex.chains):
             e_sizes.append(len({f for c in chains for f in c.facts}))
             lengths.update(len(c.facts) for c in chains)
@@ -75,7 +79,8 @@ def chain_stats(examples, builder) -> dict:
     q = statistics.quantiles(per_question, n=100) if len(per_question) > 1 else per_question * 99
     return {"questions": len(examples), "gold_with_chain": gold_with / gold_n, "wrong_with_chain": wrong_with / wrong_n,
             "chain_lengths": dict(sorted(lengths.items())), "gold_shortest_chain": dict(sorted(shortest.items())),
-            "mean_E": statistics.mean(e_sizes), "search_ms_p50": 1000 * q[49], "search_ms_p99": 1000 * q[98],
+            "mean_E": statistics.mean(e_sizes),
+            "E_gold_recall": statistics.mean(e_recall) if e_recall else None, "search_ms_p50": 1000 * q[49], "search_ms_p99": 1000 * q[98],
             "counters": dict(builder.counters)}  # fmt: skip
 
 
@@ -186,7 +191,7 @@ def gold_loss(examples, chain_cfg: ChainConfig, max_evidence: int) -> dict:
             continue
         texts = sorted({*ex.hypotheses, *(f.text for f in pool)})
         concepts = {
-            t: amr_concepts(g, chain_cfg.merge_roots)
+            t: amr_concepts(g, chain_cfg.merge_roots, chain_cfg.stem_concepts)
             for t, g in zip(texts, parser.parse(texts), strict=True)
         }
         hyps = [concepts[h] for h in ex.hypotheses]
@@ -271,6 +276,7 @@ def main() -> None:
         ["wrong-answer hypotheses with >= 1 chain", result["wrong_with_chain"]],
         ["chain lengths (facts: count)", json.dumps(result["chain_lengths"])],
         ["mean |Ê| (chain facts, unpadded)", result["mean_E"]],
+        ["gold facts of the gold answer in its Ê (all evidence_chains chains)", result["E_gold_recall"]],
         ["chain search per question, p50 / p99 ms", f"{result['search_ms_p50']:.1f} / {result['search_ms_p99']:.1f}"],
         ["embedded parser, sentences/s (cold cache, incl. concept extraction)", result["embedded_parse_sentences_per_s"]],
     ])  # fmt: skip

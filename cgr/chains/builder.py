@@ -41,6 +41,9 @@ class ChainConfig:
     time_budget_s: float = 0.5
     merge_roots: bool = True
     pad_evidence: bool = True
+    # Snowball-stem every concept ("collection" meets "collect"); off here so checkpoints saved
+    # before this option read their chains as they were trained; configs/chains turns it on
+    stem_concepts: bool = False
 
     def __post_init__(self) -> None:
         for name in ("max_facts", "max_chains", "evidence_chains"):
@@ -67,7 +70,10 @@ class ChainBuilder:
         )
         graphs = dict(zip(sentences, self.parser.parse(sentences), strict=True))
         self.counters["failed_parses"] += sum(g is None for g in graphs.values())
-        concepts = {s: amr_concepts(g, self.cfg.merge_roots) for s, g in graphs.items()}
+        concepts = {
+            s: amr_concepts(g, self.cfg.merge_roots, self.cfg.stem_concepts)
+            for s, g in graphs.items()
+        }
         self.counters["facts_without_concepts"] += sum(
             not concepts[f.text].concepts for ex in examples for pool in ex.pool for f in pool
         )

@@ -17,6 +17,8 @@ from cgr.validation import at_least, one_of, parsed
 
 @dataclass
 class GeneratorConfig:
+    # transformers (any HF model; GGUF de-quantised) | llamacpp (reads the GGUF as is; faster on CPU)
+    backend: Literal["transformers", "llamacpp"] = "transformers"
     model: str = "smollm2"  # packaged SmolLM2-135M-Instruct (GGUF), a hub name or a local folder
     gguf_file: str | None = None
     max_new_tokens: int = 48
@@ -26,9 +28,22 @@ class GeneratorConfig:
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
 
     def __post_init__(self) -> None:
+        one_of("generator.backend", self.backend, ("transformers", "llamacpp"))
         one_of("generator.dtype", self.dtype, ("float32", "bfloat16", "float16"))
         at_least("generator.max_new_tokens", self.max_new_tokens, 1)
         at_least("generator.batch_size", self.batch_size, 1)
+
+
+def build_generator(cfg: GeneratorConfig):
+    """The configured backend behind the one interface the loop uses (`generate`, `count_tokens`)."""
+    if cfg.backend == "llamacpp":
+        from cgr.ircot.llamacpp import LlamaCppGenerator
+
+        return LlamaCppGenerator(cfg.model, cfg.gguf_file, cfg.max_new_tokens)
+    from cgr.ircot.generator import Generator
+
+    return Generator(cfg.model, cfg.gguf_file, cfg.max_new_tokens, cfg.batch_size,
+                     reuse_prefix_cache=cfg.reuse_prefix_cache, dtype=cfg.dtype)  # fmt: skip
 
 
 @dataclass
@@ -116,7 +131,6 @@ def build_parser():
 
 def main(argv: list[str]) -> int:
     from cgr.ircot.demos import PromptBuilder, load_demonstrations
-    from cgr.ircot.generator import Generator
     from cgr.ircot.retrievers import (
         BM25ParagraphRetriever,
         DenseParagraphRetriever,
@@ -146,8 +160,7 @@ def main(argv: list[str]) -> int:
             if args.retriever == "bm25"
             else DenseParagraphRetriever(corpus, args.dense_encoder)
         )
-    generator = Generator(gen_cfg.model, gen_cfg.gguf_file, gen_cfg.max_new_tokens, gen_cfg.batch_size,
-                          reuse_prefix_cache=gen_cfg.reuse_prefix_cache, dtype=gen_cfg.dtype)  # fmt: skip
+    generator = build_generator(gen_cfg)
     demos = load_demonstrations(demo_cfg.file)
     with_context = loop.method != "nor"
 

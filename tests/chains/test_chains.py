@@ -169,3 +169,18 @@ def test_evidence_comes_from_more_chains_than_are_kept(sample_examples, tmp_path
     assert [c.facts for c in ex.chains[0]] == [("f0",)]  # the shortest chain is kept
     assert {f.fact_id for f in ex.facts[0]} == {"f0", "f1", "f2"}  # Ê: the 2-fact chain too
     assert set(ex.chain_facts[0]) == set(texts)  # Ê is kept apart for the selection step
+
+
+def test_multi_word_frames_and_question_words_never_link_facts():
+    graph = (
+        "(b / be-located-at-91 :ARG1 (c / collection :mod (w / what)) :ARG2 (m / multi-sentence))"
+    )
+    assert amr_concepts(graph).concepts == {"collection"}
+
+
+def test_stemmed_concepts_meet_across_word_forms():
+    collection = amr_concepts("(c / collection :mod (d / data))", stem=True)
+    collect = amr_concepts("(c / collect-01 :ARG1 (d / data))", stem=True)
+    assert collection.concepts == collect.concepts == {"collect", "data"}
+    assert ("collect", ":mod", "data") in collection.edges
+    assert amr_concepts("(c / collection)").concepts == {"collection"}  # off by default
