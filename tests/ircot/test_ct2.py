@@ -1,0 +1,50 @@
+"""The CTranslate2 backend on the real packaged SmolLM2: converted once into the cache (no half
+model left behind), then the first reasoning step of three questions comes back as sentences the
+IRCoT loop accepts, with and without the demonstrations as CTranslate2's static prompt."""
+
+import pytest
+
+from cgr.data.records import Paragraph
+from cgr.ircot.demos import PromptBuilder, load_demonstrations
+from cgr.ircot.generator import first_sentence
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow  # converts and loads a real model; `-m "not slow"` skips
+
+
+@pytest.fixture(scope="module")
+def generator():
+    from cgr.ircot.ct2 import CTranslate2Generator
+
+    gen = CTranslate2Generator(max_new_tokens=40, batch_size=3)
+    yield gen
+    gen.close()
+
+
+def test_conversion_is_cached_whole(generator):
+    from cgr.ircot.ct2 import CACHE, converted_model
+
+    folder = converted_model("smollm2", None)
+    assert (folder / "model.bin").is_file() and (folder / "source" / "config.json").is_file()
+    assert not list(CACHE.glob(".converting-*"))  # nothing half-written left beside it
+    stamp = (folder / "model.bin").stat().st_mtime
+    assert converted_model("smollm2", None) == folder
+    assert (folder / "model.bin").stat().st_mtime == stamp  # read from the cache, not redone
+
+
+def test_first_reasoning_steps_are_sentences_the_loop_accepts(generator):
+    demos = load_demonstrations(ROOT / "data" / "ircot" / "demos.json")
+    builder = PromptBuilder(demos, generator.count_tokens, "cot", token_budget=600)
+    tamberg = [Paragraph("Tamberg", "Tamberg is a city. The Sella river flows through Tamberg.")]
+    prompts = [
+        builder.build("Which river flows through Tamberg?", tamberg),
+        builder.build("Who designed the Lindqvist Tower, the tallest building in Tamberg?", []),
+        builder.build("In which country is the city that the Sella river flows through?", tamberg),
+    ]
+    outputs = generator.generate(prompts, stop="sentence", prefix=builder.prefix)
+    assert len(outputs) == 3
+    for out in outputs:
+        assert out.text and out.text == first_sentence(out.text)
+        assert out.text[-1] in ".!?" and 0 < out.new_tokens <= 40
+    plain = generator.generate(prompts, stop="sentence")  # no static prompt: the same greedy text
+    assert [o.text for o in plain] == [o.text for o in outputs]
