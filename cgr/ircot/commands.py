@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from cgr.data.loaders import parse_open_question, read_utf8, require_file
@@ -13,6 +16,8 @@ from cgr.errors import DataFormatError
 from cgr.files import atomic_write_text, require_writable_dir
 from cgr.ircot.loop import METHODS, IRCoTRunner, LoopConfig
 from cgr.validation import at_least, one_of, parsed
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -134,6 +139,44 @@ def build_parser():
     return parser
 
 
+def run_key(argv: list[str]) -> str:
+    """Names a run's partial results: the same command line resumes them, any other starts anew."""
+    return hashlib.sha256("\0".join(argv).encode()).hexdigest()[:12]
+
+
+def run_in_chunks(runner, questions: list, out: Path, key: str, chunk: int) -> list[dict]:
+    """Runs `chunk` questions at a time with a progress bar (questions done, s/question, ETA).
+    Each finished chunk is appended to OUT/.partial-KEY.jsonl, so a killed run started again with
+    the same command skips the questions it has; `main` removes it once predictions.jsonl is
+    written."""
+    from tqdm.auto import tqdm
+
+    partial = out / f".partial-{key}.jsonl"
+    done: dict[str, dict] = {}
+    if partial.exists():
+        for line in partial.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:  # the line a kill cut short
+                continue
+            done[record["id"]] = record
+        log.info(
+            "resuming: %d of %d questions already answered (%s)", len(done), len(questions), partial
+        )
+    todo = [q for q in questions if q.id not in done]
+    with tqdm(total=len(questions), initial=len(questions) - len(todo), unit="q", desc="ircot") as bar, \
+            partial.open("a", encoding="utf-8") as f:  # fmt: skip
+        if partial.stat().st_size and not partial.read_bytes().endswith(b"\n"):
+            f.write("\n")  # after a line cut short: start a fresh one
+        for start in range(0, len(todo), chunk):
+            for record in runner.run(todo[start : start + chunk]):
+                done[record["id"]] = record
+                f.write(json.dumps(record) + "\n")
+            f.flush()
+            bar.update(min(chunk, len(todo) - start))
+    return [done[q.id] for q in questions]
+
+
 def main(argv: list[str]) -> int:
     from cgr.ircot.demos import PromptBuilder, load_demonstrations
     from cgr.ircot.retrievers import (
@@ -174,8 +217,10 @@ def main(argv: list[str]) -> int:
                              demo_cfg.paragraph_words, with_context)  # fmt: skip
 
     runner = IRCoTRunner(retriever, generator, prompts("cot"), prompts(loop.reader), loop)
-    records = runner.run(questions)
+    key = run_key(argv)
+    records = run_in_chunks(runner, questions, out, key, max(8, gen_cfg.batch_size))
     atomic_write_text(out / "predictions.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+    (out / f".partial-{key}.jsonl").unlink(missing_ok=True)
     counters.update(runner.counters)
     n = max(1, len(records))
     recalls = [r["recall"] for r in records if r["recall"] is not None]

@@ -50,3 +50,27 @@ def test_ircot_cli_writes_predictions_and_prints_metrics_last(tmp_path, capsys, 
             assert 1 <= len(r["cot"]) <= 2  # max_steps
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["questions"] == 2 and metrics["method"] == method
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumes_from_its_partial_results(tmp_path, capsys):
+    """The llama.cpp backend (fast to load); a partial file as a killed run leaves it: one
+    finished record and a line cut short. The same command answers only the other question."""
+    from cgr.ircot.commands import run_key
+
+    data = official_sample(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ["ircot", "--config", str(ROOT / "configs" / "ircot_hotpotqa.yaml"), "--data", str(data),
+            "--out", str(out), "--method", "oner", "--generator.backend", "llamacpp",
+            "--loop.reader_max_new_tokens", "24", "--demos.file", str(ROOT / "data" / "ircot" / "demos.json")]  # fmt: skip
+    kept = {"id": "t1", "question": "q", "gold_answers": ["Sella"], "prediction": "Sella", "em": 1.0,
+            "f1": 1.0, "recall": 1.0, "cot": [], "reader_output": "", "steps": [], "paragraphs": [],
+            "generated_tokens": 1, "seconds": 0.0}  # fmt: skip
+    partial = out / f".partial-{run_key(args[1:])}.jsonl"
+    partial.write_text(json.dumps(kept) + "\n" + '{"id": "t2", "quest')
+    assert main(args) == 0
+    assert "ircot" in capsys.readouterr().err  # the progress bar
+    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert rows[0] == kept and rows[1]["id"] == "t2" and rows[1]["reader_output"]
+    assert not partial.exists()  # removed once predictions.jsonl is written
