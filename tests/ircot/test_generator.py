@@ -3,10 +3,8 @@ but the time (greedy outputs equal the plain path's, batched or not)."""
 
 import pytest
 
-from cgr.data.records import Paragraph
-from cgr.ircot.demos import PromptBuilder, load_demonstrations
 from cgr.ircot.generator import Generator, _common_length
-from tests.conftest import ROOT
+from tests.ircot.helpers import first_step_prompts
 
 pytestmark = pytest.mark.slow  # real training / model loading; `-m "not slow"` skips
 
@@ -14,15 +12,8 @@ pytestmark = pytest.mark.slow  # real training / model loading; `-m "not slow"` 
 @pytest.fixture(scope="module")
 def prompts_and_prefix():
     plain = Generator(max_new_tokens=20, batch_size=3, reuse_prefix_cache=False)
-    demos = load_demonstrations(ROOT / "data" / "ircot" / "demos.json")
-    builder = PromptBuilder(demos, plain.count_tokens, "cot", token_budget=600)
-    paragraphs = [Paragraph("Tamberg", "Tamberg is a city. The Sella river flows through Tamberg.")]
-    prompts = [
-        builder.build("Which river flows through Tamberg?", paragraphs),
-        builder.build("Who designed the Lindqvist Tower, the tallest building in Tamberg?", []),
-        builder.build("Which river flows through Tamberg?", paragraphs, "Tamberg is a city."),
-    ]
-    return plain, prompts, builder.prefix
+    prompts, prefix = first_step_prompts(plain.count_tokens)
+    return plain, prompts, prefix
 
 
 def test_prefix_cache_gives_the_plain_greedy_output(prompts_and_prefix):

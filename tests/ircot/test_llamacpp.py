@@ -4,11 +4,9 @@ loopback only and closes."""
 
 import pytest
 
-from cgr.data.records import Paragraph
 from cgr.errors import ConfigError
-from cgr.ircot.demos import PromptBuilder, load_demonstrations
 from cgr.ircot.generator import first_sentence
-from tests.conftest import ROOT
+from tests.ircot.helpers import first_step_prompts
 
 pytestmark = pytest.mark.slow  # real model loading; `-m "not slow"` skips
 
@@ -23,15 +21,8 @@ def generator():
 
 
 def test_first_reasoning_steps_are_sentences_the_loop_accepts(generator):
-    demos = load_demonstrations(ROOT / "data" / "ircot" / "demos.json")
-    builder = PromptBuilder(demos, generator.count_tokens, "cot", token_budget=600)
-    tamberg = [Paragraph("Tamberg", "Tamberg is a city. The Sella river flows through Tamberg.")]
-    prompts = [
-        builder.build("Which river flows through Tamberg?", tamberg),
-        builder.build("Who designed the Lindqvist Tower, the tallest building in Tamberg?", []),
-        builder.build("In which country is the city that the Sella river flows through?", tamberg),
-    ]
-    outputs = generator.generate(prompts, stop="sentence", prefix=builder.prefix)
+    prompts, prefix = first_step_prompts(generator.count_tokens)
+    outputs = generator.generate(prompts, stop="sentence", prefix=prefix)
     assert len(outputs) == 3
     for out in outputs:
         assert out.text and out.text == first_sentence(out.text)  # one whole sentence
