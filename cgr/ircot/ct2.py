@@ -122,7 +122,10 @@ class CTranslate2Generator:
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         config = AutoConfig.from_pretrained(folder / "source")
         limit = getattr(config, "max_position_embeddings", None) or 2048
-        self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
+        # on a CPU one prompt at a time: in a batch CTranslate2 forwards prompts at once only up to
+        # the shortest one and feeds the rest of each token by token (IRCoT prompts differ a lot)
+        self.max_new_tokens = max_new_tokens
+        self.batch_size = batch_size if self.device == "cuda" else 1
         self.max_input_tokens = max(64, min(int(limit), 8192) - max_new_tokens)
 
     def close(self) -> None:

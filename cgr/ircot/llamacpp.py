@@ -8,7 +8,8 @@ every IRCoT prompt starts with are encoded once, as `reuse_prefix_cache` does fo
 xllamacpp's Server also opens an HTTP listener: it is bound to 127.0.0.1 on a free port and the
 engine is shut down on `close()` or at exit.
 
-Stops are strings here, not our regular expressions: "sentence" stops at ". ", "! " or "? "
+Stops are strings here, not our regular expressions: "sentence" stops at ".", "!" or "?" before
+a space or a newline
 (llama.cpp drops the stop string, so the sentence gets a "." back: a "!" or "?" ending reads as
 "."), "answer" at a blank line; the text is then cut as the transformers backend cuts it (a
 newline also ends a sentence there).
@@ -26,7 +27,11 @@ from cgr.errors import ConfigError
 from cgr.ircot.generator import Generation, first_sentence, resolve_generator, until_blank_line
 
 log = logging.getLogger(__name__)
-STOP_STRINGS = {"sentence": [". ", "! ", "? "], "answer": ["\n\n"], "none": []}
+STOP_STRINGS = {
+    "sentence": [". ", "! ", "? ", ".\n", "!\n", "?\n"],
+    "answer": ["\n\n"],
+    "none": [],
+}
 
 
 class LlamaCppGenerator:
