@@ -216,7 +216,10 @@ def main(argv: list[str]) -> int:
         return PromptBuilder(demos, generator.count_tokens, reader, demo_cfg.distractors, demo_cfg.token_budget,
                              demo_cfg.paragraph_words, with_context)  # fmt: skip
 
-    runner = IRCoTRunner(retriever, generator, prompts("cot"), prompts(loop.reader), loop)
+    direct = (
+        prompts("direct") if loop.reader == "cot" and loop.answer_fallback == "direct" else None
+    )
+    runner = IRCoTRunner(retriever, generator, prompts("cot"), prompts(loop.reader), loop, direct)
     key = run_key(argv)
     records = run_in_chunks(runner, questions, out, key, max(8, gen_cfg.batch_size))
     atomic_write_text(out / "predictions.jsonl", "".join(json.dumps(r) + "\n" for r in records))

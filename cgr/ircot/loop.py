@@ -33,10 +33,16 @@ class LoopConfig:
     skip_paragraph_words: int = 600  # IRCoT skips paragraphs longer than this
     reader: Literal["cot", "direct"] = "cot"
     reader_max_new_tokens: int = 96
+    # when the CoT reader never says "answer is": ask again with the direct-answer prompt over the
+    # same paragraphs (a short answer, counted as answer_fallback_direct), or take its first line
+    answer_fallback: Literal["direct", "first_line"] = "direct"
+    fallback_max_new_tokens: int = 16
 
     def __post_init__(self) -> None:
         one_of("loop.method", self.method, METHODS)
         one_of("loop.reader", self.reader, ("cot", "direct"))
+        one_of("loop.answer_fallback", self.answer_fallback, ("direct", "first_line"))
+        at_least("loop.fallback_max_new_tokens", self.fallback_max_new_tokens, 1)
         for name in (
             "k",
             "max_steps",
@@ -45,6 +51,10 @@ class LoopConfig:
             "reader_max_new_tokens",
         ):
             at_least(f"loop.{name}", getattr(self, name), 1)
+
+
+def first_line(text: str) -> str:
+    return text.strip().split("\n")[0].strip().rstrip(".")
 
 
 @dataclass
@@ -74,9 +84,11 @@ class QuestionState:
 
 class IRCoTRunner:
     def __init__(self, retriever, generator: Generator, cot_prompts: PromptBuilder, reader_prompts: PromptBuilder,
-                 cfg: LoopConfig):  # fmt: skip
+                 cfg: LoopConfig, direct_prompts: PromptBuilder | None = None):  # fmt: skip
+        """`direct_prompts`: the direct-answer prompts of the "answer is" fallback (cot reader)."""
         self.retriever, self.generator, self.cfg = retriever, generator, cfg
         self.cot_prompts, self.reader_prompts = cot_prompts, reader_prompts
+        self.direct_prompts = direct_prompts
         self.counters: Counter[str] = Counter()
 
     def _retrieve(self, states: list[QuestionState], queries: list[str]) -> None:
@@ -138,18 +150,30 @@ class IRCoTRunner:
             max_new_tokens=self.cfg.reader_max_new_tokens,
             prefix=self.reader_prompts.prefix,
         )
-        answers = []
+        answers: list[str | None] = []
         for state, gen in zip(states, gens, strict=True):
             state.generated_tokens += gen.new_tokens
             state.reader_output = gen.text
-            answer = (
-                extract_answer(gen.text) if cot else gen.text.split("\n")[0].strip().rstrip(".")
-            )
-            if answer is None:  # no "answer is": the last sentence stands for the answer
+            answer = extract_answer(gen.text) if cot else first_line(gen.text)
+            if answer is None:
                 self.counters["reader_without_answer_is"] += 1
-                answer = gen.text.strip().split("\n")[0].rstrip(".")
             answers.append(answer)
-        return answers
+        missing = [i for i, a in enumerate(answers) if a is None]
+        if missing and self.cfg.answer_fallback == "direct" and self.direct_prompts is not None:
+            self.counters["answer_fallback_direct"] += len(missing)
+            direct = [self.direct_prompts.build(states[i].question.question, states[i].paragraphs)
+                      for i in missing]  # fmt: skip
+            fallback = self.generator.generate(
+                direct, stop="sentence", max_new_tokens=self.cfg.fallback_max_new_tokens,
+                prefix=self.direct_prompts.prefix,
+            )  # fmt: skip
+            for i, gen in zip(missing, fallback, strict=True):
+                states[i].generated_tokens += gen.new_tokens
+                answers[i] = first_line(gen.text)
+        # otherwise (or if the direct answer is empty too) the reader's first line stands for it
+        return [
+            a if a else first_line(s.reader_output) for a, s in zip(answers, states, strict=True)
+        ]
 
     def _record(self, state: QuestionState, answer: str, seconds: float) -> dict:
         q = state.question
