@@ -10,7 +10,7 @@ Documented choices (paper §2.2 is silent on most of them; the authors' code dif
 * stop concepts (`and`, `or`, `thing`, pronouns, light verbs, AMR frames such as
   `be-located-at-91`, question and function words such as `what`, `when`, `other`) never link
   facts: they carry no content shared between sentences;
-* with `stem` (data.chains.stem_concepts, default on) every word of a concept is reduced to its
+* with `stem` (data.chains.stem_concepts, on in configs/chains) every word of a concept is reduced to its
   Snowball stem, so "collection" meets "collect" and "requirement" meets "require": on OBQA dev
   the gold fact lands in Ê more often and wrong answers find chains less often (README).
 """

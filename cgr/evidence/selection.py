@@ -72,7 +72,11 @@ def candidates(ex: ReaderExample, chain_facts_only: bool = False) -> list[list[R
     (the paper's Ê, `data.chains.pad_evidence: false`)."""
     if not chain_facts_only:
         return ex.pool
-    return [[f for f in pool if f.text in _chain_texts(ex, c)] for c, pool in enumerate(ex.pool)]
+    offered = []
+    for c, pool in enumerate(ex.pool):
+        in_chain = _chain_texts(ex, c)  # once per choice, not per fact
+        offered.append([f for f in pool if f.text in in_chain])
+    return offered
 
 
 def select_evidence(

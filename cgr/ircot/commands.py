@@ -139,22 +139,24 @@ def build_parser():
     return parser
 
 
-def run_key(argv: list[str]) -> str:
-    """Names a run's partial results: the same command line resumes them, any other starts anew."""
-    return hashlib.sha256("\0".join(argv).encode()).hexdigest()[:12]
+def partial_results(out: Path, argv: list[str]) -> Path:
+    """Where a run's finished questions go (OUT/.partial-KEY.jsonl, KEY a hash of the command
+    line): the same command resumes them, any other starts anew."""
+    return out / f".partial-{hashlib.sha256(chr(0).join(argv).encode()).hexdigest()[:12]}.jsonl"
 
 
-def run_in_chunks(runner, questions: list, out: Path, key: str, chunk: int) -> list[dict]:
+def run_in_chunks(runner, questions: list, partial: Path, chunk: int) -> list[dict]:
     """Runs `chunk` questions at a time with a progress bar (questions done, s/question, ETA).
-    Each finished chunk is appended to OUT/.partial-KEY.jsonl, so a killed run started again with
-    the same command skips the questions it has; `main` removes it once predictions.jsonl is
-    written."""
+    Each finished chunk is appended to `partial`, so a killed run started again with the same
+    command skips the questions it has; `main` removes it once predictions.jsonl is written."""
     from tqdm.auto import tqdm
 
-    partial = out / f".partial-{key}.jsonl"
     done: dict[str, dict] = {}
+    cut_short = False  # the file ends inside a line (a kill during a write)
     if partial.exists():
-        for line in partial.read_text(encoding="utf-8").splitlines():
+        text = partial.read_text(encoding="utf-8")
+        cut_short = bool(text) and not text.endswith("\n")
+        for line in text.splitlines():
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:  # the line a kill cut short
@@ -166,8 +168,8 @@ def run_in_chunks(runner, questions: list, out: Path, key: str, chunk: int) -> l
     todo = [q for q in questions if q.id not in done]
     with tqdm(total=len(questions), initial=len(questions) - len(todo), unit="q", desc="ircot") as bar, \
             partial.open("a", encoding="utf-8") as f:  # fmt: skip
-        if partial.stat().st_size and not partial.read_bytes().endswith(b"\n"):
-            f.write("\n")  # after a line cut short: start a fresh one
+        if cut_short:
+            f.write("\n")  # start a fresh line after the one cut short
         for start in range(0, len(todo), chunk):
             for record in runner.run(todo[start : start + chunk]):
                 done[record["id"]] = record
@@ -220,10 +222,10 @@ def main(argv: list[str]) -> int:
         prompts("direct") if loop.reader == "cot" and loop.answer_fallback == "direct" else None
     )
     runner = IRCoTRunner(retriever, generator, prompts("cot"), prompts(loop.reader), loop, direct)
-    key = run_key(argv)
-    records = run_in_chunks(runner, questions, out, key, max(8, gen_cfg.batch_size))
+    partial = partial_results(out, argv)
+    records = run_in_chunks(runner, questions, partial, max(8, gen_cfg.batch_size))
     atomic_write_text(out / "predictions.jsonl", "".join(json.dumps(r) + "\n" for r in records))
-    (out / f".partial-{key}.jsonl").unlink(missing_ok=True)
+    partial.unlink(missing_ok=True)
     counters.update(runner.counters)
     n = max(1, len(records))
     recalls = [r["recall"] for r in records if r["recall"] is not None]

@@ -24,17 +24,10 @@ from pathlib import Path
 import torch
 
 from cgr.errors import ConfigError
-from cgr.ircot.generator import (
-    Generation,
-    _finished,
-    first_sentence,
-    resolve_generator,
-    until_blank_line,
-)
+from cgr.ircot.generator import Generation, _finished, check_stop, cut, resolve_generator
 
 log = logging.getLogger(__name__)
 CACHE = Path(".cache/cgr/ct2")
-STOPS = ("sentence", "answer", "none")
 
 
 def source_hash(path: str, gguf: str | None) -> str:
@@ -144,10 +137,8 @@ class CTranslate2Generator:
                  prefix: str | None = None) -> list[Generation]:  # fmt: skip
         """Greedy continuations, cut as Generator.generate cuts them; `prefix`, when every prompt
         starts with it, is encoded once (CTranslate2's static prompt)."""
-        if stop not in STOPS:
-            raise ValueError(f"stop must be one of {STOPS}, got {stop!r}")
+        check_stop(stop)
         limit = max_new_tokens or self.max_new_tokens
-        kept = {"sentence": first_sentence, "answer": until_blank_line}.get(stop, str.strip)
         out: list[Generation] = []
         for start in range(0, len(prompts), self.batch_size):
             chunk = prompts[start : start + self.batch_size]
@@ -166,7 +157,9 @@ class CTranslate2Generator:
             for i in range(len(chunk)):
                 ids = [t for t in new_ids[i] if t != self.tokenizer.eos_token_id]
                 out.append(
-                    Generation(kept(self.tokenizer.decode(ids, skip_special_tokens=True)), len(ids))
+                    Generation(
+                        cut(self.tokenizer.decode(ids, skip_special_tokens=True), stop), len(ids)
+                    )
                 )
         return out
 

@@ -60,6 +60,19 @@ def first_sentence(text: str) -> str:
     ).strip()
 
 
+def check_stop(stop: str) -> None:
+    if stop not in STOPS:
+        raise ValueError(f"stop must be one of {STOPS}, got {stop!r}")
+
+
+def cut(text: str, stop: str) -> str:
+    """The part of a continuation every backend keeps: its first sentence, the text up to the
+    first blank line ("answer"), or all of it ("none")."""
+    if stop == "sentence":
+        return first_sentence(text)
+    return until_blank_line(text) if stop == "answer" else text.strip()
+
+
 @dataclass
 class Generation:
     text: str
@@ -121,11 +134,9 @@ class Generator:
         decodes until each has said "answer is ..." or ended its example; `"none"` runs to
         `max_new_tokens`. `prefix`, when every prompt starts with it, is the part whose
         key-value cache is reused."""
-        if stop not in STOPS:
-            raise ValueError(f"stop must be one of {STOPS}, got {stop!r}")
+        check_stop(stop)
         out: list[Generation] = []
         limit = max_new_tokens or self.max_new_tokens
-        kept = {"sentence": first_sentence, "answer": until_blank_line}.get(stop, str.strip)
         shared = (
             prefix
             if prefix and self.reuse_prefix_cache and all(p.startswith(prefix) for p in prompts)
@@ -146,7 +157,7 @@ class Generator:
             for row in new:
                 tokens = [t for t in row.tolist() if t != self.tokenizer.pad_token_id]
                 text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-                out.append(Generation(kept(text), len(tokens)))
+                out.append(Generation(cut(text, stop), len(tokens)))
         return out
 
     def _plain(self, chunk: list[str]) -> dict:

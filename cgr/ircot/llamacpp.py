@@ -9,10 +9,9 @@ xllamacpp's Server also opens an HTTP listener: it is bound to 127.0.0.1 on a fr
 engine is shut down on `close()` or at exit.
 
 Stops are strings here, not our regular expressions: "sentence" stops at ".", "!" or "?" before
-a space or a newline
-(llama.cpp drops the stop string, so the sentence gets a "." back: a "!" or "?" ending reads as
-"."), "answer" at a blank line; the text is then cut as the transformers backend cuts it (a
-newline also ends a sentence there).
+a space or a newline (llama.cpp drops the stop string, so the sentence gets a "." back: a "!" or
+"?" ending reads as "."), "answer" at a blank line; the text is then cut as the transformers
+backend cuts it (a newline also ends a sentence there).
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from pathlib import Path
 import torch
 
 from cgr.errors import ConfigError
-from cgr.ircot.generator import Generation, first_sentence, resolve_generator, until_blank_line
+from cgr.ircot.generator import Generation, check_stop, cut, resolve_generator
 
 log = logging.getLogger(__name__)
 STOP_STRINGS = {
@@ -81,8 +80,7 @@ class LlamaCppGenerator:
                  prefix: str | None = None) -> list[Generation]:  # fmt: skip
         """Greedy continuations, cut as Generator.generate cuts them (`prefix` is not needed:
         the engine reuses any shared start of consecutive prompts by itself)."""
-        if stop not in STOP_STRINGS:
-            raise ValueError(f"stop must be one of {tuple(STOP_STRINGS)}, got {stop!r}")
+        check_stop(stop)
         if self._server is None:
             raise RuntimeError("this llama.cpp generator is closed")
         limit = max_new_tokens or self.max_new_tokens
@@ -95,13 +93,9 @@ class LlamaCppGenerator:
                 raise RuntimeError(f"llama.cpp refused a prompt: {response}")
             choice = response["choices"][0]
             text, tokens = choice["text"], response["usage"]["completion_tokens"]
-            if stop == "sentence":
-                if choice["finish_reason"] == "stop" and text.strip():
-                    text += "."
-                text = first_sentence(text)
-            else:
-                text = until_blank_line(text) if stop == "answer" else text.strip()
-            out.append(Generation(text, tokens))
+            if stop == "sentence" and choice["finish_reason"] == "stop" and text.strip():
+                text += "."  # the stop string's punctuation, which llama.cpp drops
+            out.append(Generation(cut(text, stop), tokens))
         return out
 
     def close(self) -> None:

@@ -56,7 +56,7 @@ def test_ircot_cli_writes_predictions_and_prints_metrics_last(tmp_path, capsys, 
 def test_a_killed_run_resumes_from_its_partial_results(tmp_path, capsys):
     """The llama.cpp backend (fast to load); a partial file as a killed run leaves it: one
     finished record and a line cut short. The same command answers only the other question."""
-    from cgr.ircot.commands import run_key
+    from cgr.ircot.commands import partial_results
 
     data = official_sample(tmp_path)
     out = tmp_path / "out"
@@ -67,7 +67,7 @@ def test_a_killed_run_resumes_from_its_partial_results(tmp_path, capsys):
     kept = {"id": "t1", "question": "q", "gold_answers": ["Sella"], "prediction": "Sella", "em": 1.0,
             "f1": 1.0, "recall": 1.0, "cot": [], "reader_output": "", "steps": [], "paragraphs": [],
             "generated_tokens": 1, "seconds": 0.0}  # fmt: skip
-    partial = out / f".partial-{run_key(args[1:])}.jsonl"
+    partial = partial_results(out, args[1:])
     partial.write_text(json.dumps(kept) + "\n" + '{"id": "t2", "quest')
     assert main(args) == 0
     assert "ircot" in capsys.readouterr().err  # the progress bar

@@ -4,8 +4,7 @@ IRCoT loop accepts, with and without the demonstrations as CTranslate2's static 
 
 import pytest
 
-from cgr.ircot.generator import first_sentence
-from tests.ircot.helpers import first_step_prompts
+from tests.ircot.helpers import first_steps_as_sentences
 
 pytestmark = pytest.mark.slow  # converts and loads a real model; `-m "not slow"` skips
 
@@ -31,11 +30,6 @@ def test_conversion_is_cached_whole(generator):
 
 
 def test_first_reasoning_steps_are_sentences_the_loop_accepts(generator):
-    prompts, prefix = first_step_prompts(generator.count_tokens)
-    outputs = generator.generate(prompts, stop="sentence", prefix=prefix)
-    assert len(outputs) == 3
-    for out in outputs:
-        assert out.text and out.text == first_sentence(out.text)
-        assert out.text[-1] in ".!?" and 0 < out.new_tokens <= 40
+    prompts, outputs = first_steps_as_sentences(generator, 40)
     plain = generator.generate(prompts, stop="sentence")  # no static prompt: the same greedy text
     assert [o.text for o in plain] == [o.text for o in outputs]

@@ -5,8 +5,7 @@ loopback only and closes."""
 import pytest
 
 from cgr.errors import ConfigError
-from cgr.ircot.generator import first_sentence
-from tests.ircot.helpers import first_step_prompts
+from tests.ircot.helpers import first_steps_as_sentences
 
 pytestmark = pytest.mark.slow  # real model loading; `-m "not slow"` skips
 
@@ -21,13 +20,7 @@ def generator():
 
 
 def test_first_reasoning_steps_are_sentences_the_loop_accepts(generator):
-    prompts, prefix = first_step_prompts(generator.count_tokens)
-    outputs = generator.generate(prompts, stop="sentence", prefix=prefix)
-    assert len(outputs) == 3
-    for out in outputs:
-        assert out.text and out.text == first_sentence(out.text)  # one whole sentence
-        assert out.text[-1] in ".!?" and "\n" not in out.text
-        assert 0 < out.new_tokens <= 40
+    prompts, outputs = first_steps_as_sentences(generator, 40)
     again = generator.generate(prompts[:1], stop="sentence")
     assert again[0].text == outputs[0].text  # greedy: the same prompt gives the same sentence
 
