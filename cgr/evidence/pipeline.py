@@ -96,14 +96,17 @@ class EvidencePipeline:
             progress=self.progress,
         )
 
-    def select(self, examples: list[ReaderExample]) -> list[ReaderExample]:
+    def select(
+        self, examples: list[ReaderExample], search_chains: bool = True
+    ) -> list[ReaderExample]:
         """pool -> Ê (chains on; padded with pool facts by default) or the pool (chains off) ->
-        at most max_evidence facts per choice, ordered and de-duplicated (`evidence`)."""
-        if self.chains.enabled:
+        at most max_evidence facts per choice, ordered and de-duplicated (`evidence`).
+        `search_chains=False`: the examples already hold their chains (read from a cache)."""
+        if self.chains.enabled and search_chains:
             if self._chain_builder is None:
                 self._chain_builder = ChainBuilder(self.chains, progress=self.progress)
             self._chain_builder.attach(examples)
-        else:
+        elif not self.chains.enabled:
             for ex in examples:  # a second selection without chains reads the plain pool
                 ex.chains, ex.chain_facts = [], []
         relevance = None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from cgr.chains.builder import ChainConfig
 from cgr.chains.search import Chain
 from cgr.data.hypothesis import HypothesisGenerator
 from cgr.data.loaders import require_file
@@ -110,6 +111,49 @@ def gold_pools(questions: list[Question], all_hyps: list[list[str]]) -> list[lis
 
 def save_examples(path: Path, examples: list[ReaderExample]) -> None:
     atomic_write(path, lambda f: f.writelines(json.dumps(asdict(ex)) + "\n" for ex in examples))
+
+
+def chain_cache_path(pool_cache: Path, chains: ChainConfig) -> Path:
+    """Where the chains searched over a cached pool are kept: next to it, keyed by every chain
+    setting that changes them (not where the AMR cache lives or the parse batch size)."""
+    settings = asdict(chains)
+    settings["amr"] = {k: v for k, v in settings["amr"].items() if k not in {"cache", "batch_size"}}
+    key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+    return pool_cache.with_name(f"{pool_cache.stem}.chains-{key}.jsonl")
+
+
+def save_chains(path: Path, examples: list[ReaderExample]) -> None:
+    """Each question's chains and Ê, one line per question, in the pool file's order."""
+    atomic_write(
+        path,
+        lambda f: f.writelines(
+            json.dumps(
+                {
+                    "question_id": ex.question_id,
+                    "chains": [[c.to_dict() for c in chains] for chains in ex.chains],
+                    "chain_facts": ex.chain_facts,
+                }
+            )
+            + "\n"
+            for ex in examples
+        ),
+    )
+
+
+def load_chains(path: Path, examples: list[ReaderExample]) -> bool:
+    """Sets chains and Ê from `path`; False (nothing changed) when it does not hold exactly these
+    questions, so a stale or foreign file is searched again, never half used."""
+    with path.open(encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    if [r["question_id"] for r in rows] != [ex.question_id for ex in examples] or any(
+        len(r["chains"]) != len(ex.pool) for r, ex in zip(rows, examples, strict=True)
+    ):
+        log.warning("%s does not match its pools; searching chains again", path)
+        return False
+    for r, ex in zip(rows, examples, strict=True):
+        ex.chains = [[Chain.from_dict(c) for c in chains] for chains in r["chains"]]
+        ex.chain_facts = r["chain_facts"]
+    return True
 
 
 def load_examples(path: Path) -> list[ReaderExample]:

@@ -14,7 +14,14 @@ from cgr.chains.builder import ChainConfig
 from cgr.data.gold import attach_gold_facts
 from cgr.data.loaders import load_multiple_choice
 from cgr.evidence.pipeline import EvidencePipeline
-from cgr.evidence.pools import load_examples, pool_cache_key, save_examples
+from cgr.evidence.pools import (
+    chain_cache_path,
+    load_chains,
+    load_examples,
+    pool_cache_key,
+    save_chains,
+    save_examples,
+)
 from cgr.evidence.selection import EvidenceConfig
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.factory import RetrievalConfig
@@ -75,6 +82,7 @@ class QADataModule(pl.LightningDataModule):
         self.save_hyperparameters(ignore=["retrieval", "chains", "evidence"])
         self.hparams.update(self.pipeline.settings())
         self._questions: dict[str, list] = {}
+        self._pool_files: dict[str, Path] = {}
         self.splits: dict[str, list[ReaderExample]] = {}
 
     @property
@@ -86,7 +94,19 @@ class QADataModule(pl.LightningDataModule):
         return self.pipeline.chains
 
     def _examples(self, split: str, paths: str | list[str]) -> list[ReaderExample]:
-        return self._on_shares(self.load_pools(split, paths), self.select)
+        """Pools, then chains (searched once per pool and chain settings, then read from a file
+        next to the pool cache: the chain search over all OBQA train pools takes most of an
+        hour on two cores), then the facts each choice offers."""
+        examples = self.load_pools(split, paths)
+        if not self.chains.enabled:
+            return self._on_shares(examples, self.select)
+        cache = chain_cache_path(self._pool_files[split], self.chains)
+        if cache.exists() and load_chains(cache, examples):
+            log.info("chains for %s from cache %s", split, cache)
+            return self.pipeline.select(examples, search_chains=False)
+        examples = self._on_shares(examples, self.select)
+        save_chains(cache, examples)  # atomic rename, as the pools
+        return examples
 
     def load_pools(self, split: str, paths: str | list[str]) -> list[ReaderExample]:
         """records -> hypotheses -> evidence pools (cached on disk) for the questions of
@@ -109,6 +129,7 @@ class QADataModule(pl.LightningDataModule):
         extra = f"{len(questions)}:{fingerprint}" + (":turns" if in_turns else "")
         key = pool_cache_key(paths + gold_files, self.retrieval, extra)
         cache = Path(self.hparams.pool_cache_dir) / f"{Path(paths[0]).stem}-{key}.jsonl"
+        self._pool_files[split] = cache
         if cache.exists():
             log.info("evidence pools for %s from cache %s", ", ".join(paths), cache)
             return load_examples(cache)

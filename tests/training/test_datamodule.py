@@ -65,3 +65,48 @@ def test_a_train_budget_takes_questions_from_every_train_file_in_turn(tmp_path):
     dm.setup("fit")
     ids = [json.loads(line)["id"] for line in lines]
     assert [ex.question_id for ex in dm.splits["train"]] == [ids[0], ids[6], ids[1], ids[7], ids[2]]
+
+
+def _chain_datamodule(tmp_path) -> QADataModule:
+    from cgr.amr.parsers import AMRConfig
+    from cgr.chains.builder import ChainConfig
+    from cgr.retrieval.factory import RetrievalConfig
+    from tests.conftest import SAMPLE
+
+    return QADataModule(
+        train_file=str(SAMPLE / "train.jsonl"),
+        dev_file=str(SAMPLE / "dev.jsonl"),
+        retrieval=RetrievalConfig(method="bm25", corpus=[str(SAMPLE / "facts.txt")]),
+        chains=ChainConfig(amr=AMRConfig(cache=str(tmp_path / "amr.sqlite"))),
+        max_train_questions=4,
+        pool_cache_dir=str(tmp_path / "pools"),
+    )
+
+
+def test_chains_are_searched_once_then_read_from_next_to_the_pools(tmp_path, monkeypatch):
+    from cgr.chains.builder import ChainBuilder
+
+    first = _chain_datamodule(tmp_path)
+    first.setup("validate")
+    cached = list((tmp_path / "pools").glob("*.chains-*.jsonl"))
+    assert len(cached) == 1
+    searched = first.splits["dev"]
+    assert any(chains for ex in searched for chains in ex.chains)
+
+    def no_search(self, examples):
+        raise AssertionError("chains searched again despite the cache")
+
+    monkeypatch.setattr(ChainBuilder, "attach", no_search)
+    second = _chain_datamodule(tmp_path)
+    second.setup("validate")
+    for a, b in zip(searched, second.splits["dev"], strict=True):
+        assert (a.chains, a.chain_facts, a.facts) == (b.chains, b.chain_facts, b.facts)
+
+    # a cache that does not hold these questions is searched again, not half used
+    lines = cached[0].read_text().splitlines()
+    cached[0].write_text("\n".join(lines[1:]) + "\n")
+    monkeypatch.undo()
+    third = _chain_datamodule(tmp_path)
+    third.setup("validate")
+    assert [ex.chain_facts for ex in third.splits["dev"]] == [ex.chain_facts for ex in searched]
+    assert len(cached[0].read_text().splitlines()) == len(lines)
