@@ -1,13 +1,20 @@
-"""IRCoT table: recall, EM and F1 of NoR, OneR and IRCoT with the default generator, with
-seconds and generated tokens per question, on HotpotQA and 2WikiMultihopQA dev samples.
+"""IRCoT table: gold-paragraph recall, answer EM and F1 of NoR, OneR and IRCoT with 95 %
+bootstrap intervals, seconds and generated tokens per question, and what the "answer is"
+fallback recovers, on HotpotQA, 2WikiMultihopQA and MuSiQue samples.
 
-    .venv/bin/python benchmarks/ircot.py [--n 100] [--datasets hotpotqa 2wiki] [--methods nor oner ircot]
-"""
+    .venv/bin/python benchmarks/ircot.py [--n 100] [--backend llamacpp] [--model smollm2]
+        [--datasets hotpotqa 2wiki musique] [--methods nor oner ircot]
+
+Each dataset x method cell is saved when it finishes (benchmarks/results/ircot-*.json) and a
+killed cell resumes inside `cgr ircot` from its partial file, so the table fills over sessions.
+MuSiQue: the shared dev file has no paragraphs, so its rows use the 100-question train sample
+(none of its questions is among our demonstrations, which are written for this project)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -19,57 +26,120 @@ from benchmarks.common import RESULTS, ROOT, load_result, machine, print_table, 
 DATASETS = {
     "hotpotqa": "../shared/data/hotpotqa/ircot_processed_dev_subsampled.jsonl",
     "2wiki": "../shared/data/2wikimultihopqa/dev_sample500.json",
+    "musique": "../shared/data/musique/musique_ans_train_sample100.json",
 }
+BACKENDS = ("transformers", "ctranslate2", "llamacpp")
+
+
+def bootstrap_interval(values: list[float], resamples: int = 1000, seed: int = 0) -> list[float]:
+    """95 % percentile interval of the mean (resampling questions with replacement)."""
+    if not values:
+        return [float("nan"), float("nan")]
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(resamples))
+    return [means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]]
+
+
+def fallback_effect(records: list[dict]) -> dict:
+    """On the questions whose CoT reader wrote no "answer is": F1 of the answer used (the direct
+    fallback) against the reader's first line and its whole output scored as the answer."""
+    from cgr.ircot.demos import extract_answer
+    from cgr.ircot.loop import first_line
+    from cgr.ircot.metrics import f1_score
+
+    missed = [r for r in records if extract_answer(r.get("reader_output") or "") is None]
+    if not missed:
+        return {"without_answer_is": 0}
+
+    def mean_f1(answer) -> float:
+        return sum(f1_score(answer(r), r["gold_answers"]) for r in missed) / len(missed)
+
+    return {
+        "without_answer_is": len(missed),
+        "f1_used": mean_f1(lambda r: r["prediction"]),
+        "f1_first_line": mean_f1(lambda r: first_line(r["reader_output"])),
+        "f1_whole_output": mean_f1(lambda r: r["reader_output"]),
+    }
+
+
+def summarise(dataset: str, method: str, out: Path, backend: str, model: str) -> dict:
+    records = [json.loads(line) for line in (out / "predictions.jsonl").open(encoding="utf-8")]
+    metrics = json.loads((out / "metrics.json").read_text())
+    row: dict = {"dataset": dataset, "method": method, "backend": backend, "model": model,
+                 "n": len(records), "seconds_per_question": metrics["seconds_per_question"],
+                 "tokens_per_question": metrics["generated_tokens_per_question"]}  # fmt: skip
+    for key in ("recall", "em", "f1"):
+        values = [r[key] for r in records if r[key] is not None]
+        row[key] = sum(values) / len(values) if values else float("nan")
+        row[f"{key}_ci95"] = bootstrap_interval(values)
+    row["fallback"] = fallback_effect(records)
+    row["machine"] = machine()
+    return row
+
+
+def cell_name(dataset: str, method: str, n: int, backend: str, model: str) -> str:
+    return f"ircot-{dataset}-{method}-{n}-{backend}" + ("" if model == "smollm2" else f"-{model}")
+
+
+def run_cell(args: argparse.Namespace, dataset: str, method: str) -> None:
+    name = cell_name(dataset, method, args.n, args.backend, args.model)
+    if load_result(name) and not args.force:
+        return
+    out = RESULTS / "ircot_runs" / name
+    cmd = [sys.executable, "-m", "cgr.cli", "ircot", "--config", "configs/ircot_hotpotqa.yaml",
+           "--data", DATASETS[dataset], "--limit", str(args.n), "--out", str(out), "--method", method,
+           "--generator.backend", args.backend, "--generator.model", args.model]  # fmt: skip
+    print(f"{name}: running", flush=True)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{name} failed:\n{proc.stderr[-3000:]}")
+    row = summarise(dataset, method, out, args.backend, args.model)
+    save_result(name, row)
+    print(f"{name}: f1 {row['f1']:.3f} in {row['seconds_per_question']:.1f} s/question", flush=True)
+
+
+def interval(row: dict, key: str) -> str:
+    low, high = row[f"{key}_ci95"]
+    return f"{row[key]:.3f} [{low:.3f}, {high:.3f}]"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=100)
+    parser.add_argument("--backend", default="llamacpp", choices=BACKENDS)
+    parser.add_argument(
+        "--model", default="smollm2", help="generator.model (smollm2, gemma3-270m, ...)"
+    )
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--methods", nargs="*", default=["nor", "oner", "ircot"])
     parser.add_argument("--force", action="store_true")
+    parser.add_argument("--table", action="store_true", help="print saved rows only")
     args = parser.parse_args()
+    if not args.table:
+        for dataset in args.datasets:
+            for method in args.methods:
+                run_cell(args, dataset, method)
+    rows, fallbacks = [], []
     for dataset in args.datasets:
         for method in args.methods:
-            name = f"ircot-{dataset}-{method}-{args.n}"
-            if load_result(name) and not args.force:
+            r = load_result(cell_name(dataset, method, args.n, args.backend, args.model))
+            if not r:
                 continue
-            out = RESULTS / "ircot_runs" / name
-            cmd = [sys.executable, "-m", "cgr.cli", "ircot", "--config", "configs/ircot_hotpotqa.yaml",
-                   "--data", DATASETS[dataset], "--limit", str(args.n), "--out", str(out), "--method", method]  # fmt: skip
-            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise SystemExit(proc.stderr[-3000:])
-            last = proc.stdout.strip().splitlines()[-1].split()
-            metrics = json.loads((out / "metrics.json").read_text())
-            save_result(name, {"dataset": dataset, "method": method, "n": metrics["questions"],
-                               "recall": float(last[1]), "em": float(last[3]), "f1": float(last[5]),
-                               "seconds_per_question": metrics["seconds_per_question"],
-                               "tokens_per_question": metrics["generated_tokens_per_question"], "machine": machine()})  # fmt: skip
-    rows = []
-    for dataset in args.datasets:
-        for method in args.methods:
-            r = load_result(f"ircot-{dataset}-{method}-{args.n}")
-            if r:
-                rows.append(
-                    [
-                        dataset,
-                        method,
-                        r["n"],
-                        r["recall"],
-                        r["em"],
-                        r["f1"],
-                        r["seconds_per_question"],
-                        r["tokens_per_question"],
-                    ]
-                )
-    print(
-        f"IRCoT, generator SmolLM2-135M-Instruct (GGUF Q4_1), BM25 over the pooled contexts; {machine()}"
-    )
-    print_table(
-        ["dataset", "method", "n", "recall", "EM", "F1", "s/question", "generated tokens/question"],
-        rows,
-    )
+            rows.append([dataset, method, r["n"], interval(r, "recall"), interval(r, "em"),
+                         interval(r, "f1"), r["seconds_per_question"], r["tokens_per_question"]])  # fmt: skip
+            fb = r.get("fallback") or {}
+            if fb.get("without_answer_is"):
+                fallbacks.append([dataset, method, fb["without_answer_is"], fb["f1_whole_output"],
+                                  fb["f1_first_line"], fb["f1_used"]])  # fmt: skip
+    print(f"IRCoT, generator {args.model} on {args.backend}, BM25 over the pooled contexts; "
+          f"95 % bootstrap intervals over questions; {machine()}")  # fmt: skip
+    print_table(["dataset", "method", "n", "recall", "EM", "F1", "s/question",
+                 "generated tokens/question"], rows)  # fmt: skip
+    if fallbacks:
+        print('\nCoT reader outputs without "answer is": F1 on those questions')
+        print_table(["dataset", "method", "questions", "whole output", "first line",
+                     "direct fallback (used)"], fallbacks)  # fmt: skip
 
 
 if __name__ == "__main__":

