@@ -12,7 +12,7 @@ from cgr.retrieval.base import Retriever
 from cgr.retrieval.dense import BeamIterativeRetriever, SearchSource
 from cgr.retrieval.embedding_cache import EmbeddingCache, cache_folder
 from cgr.retrieval.encoders import TextEncoder
-from cgr.retrieval.index import FaissIndex
+from cgr.retrieval.index import KINDS, FaissIndex, IndexSpec
 from cgr.retrieval.sparse import BM25Retriever, TfidfRetriever
 from cgr.validation import at_least, one_of
 
@@ -35,7 +35,7 @@ class RetrievalConfig:
     open_book_k: int = 10
     open_book_first_hop: bool = True
     beam_score: Literal["sum", "last"] = "sum"
-    index: Literal["flat", "ivf", "hnsw"] = "flat"
+    index: Literal["flat", "ivf", "ivfpq", "hnsw"] = "flat"  # saved next to the embeddings
     use_gpu: Literal["auto", "true", "false"] = "auto"  # a string: "true" needs a GPU
     cache_dir: str = ".cache/cgr/embeddings"
     encode_batch_size: int = 64
@@ -44,7 +44,7 @@ class RetrievalConfig:
     def __post_init__(self) -> None:
         one_of("data.retrieval.method", self.method, METHODS)
         one_of("data.retrieval.beam_score", self.beam_score, ("sum", "last"))
-        one_of("data.retrieval.index", self.index, ("flat", "ivf", "hnsw"))
+        one_of("data.retrieval.index", self.index, KINDS)
         one_of("data.retrieval.use_gpu", str(self.use_gpu).lower(), ("auto", "true", "false"))
         for name in ("beam_size", "steps", "open_book_k", "encode_batch_size"):
             at_least(f"data.retrieval.{name}", getattr(self, name), 1)
@@ -59,9 +59,14 @@ def _dense_source(
     name: str, corpus: Corpus, encoder: TextEncoder, cfg: RetrievalConfig
 ) -> SearchSource:
     folder = cache_folder(cfg.cache_dir, cfg.encoder, corpus)
-    vectors = EmbeddingCache(folder, cfg.encoder, corpus).load_or_build(encoder)
     use_gpu: bool | str = {"true": True, "false": False}.get(str(cfg.use_gpu).lower(), "auto")
-    return SearchSource(name, corpus, FaissIndex(vectors, kind=cfg.index, use_gpu=use_gpu))
+    index = FaissIndex.load_or_build(
+        folder,
+        lambda: EmbeddingCache(folder, cfg.encoder, corpus).load_or_build(encoder),
+        IndexSpec(cfg.index),
+        use_gpu,
+    )
+    return SearchSource(name, corpus, index)
 
 
 def build_retriever(cfg: RetrievalConfig, device: str | None = None) -> Retriever | None:
