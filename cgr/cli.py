@@ -1,4 +1,4 @@
-"""The one entry point: `cgr train`, `eval`, `explain`, `serve`, `amr`, `ircot`."""
+"""The one entry point: `cgr train`, `eval`, `explain`, `serve`, `encode`, `amr`, `ircot`."""
 
 from __future__ import annotations
 
@@ -82,6 +82,12 @@ def evaluate_command(argv: list[str]) -> int:
     return 0
 
 
+def encode_command(argv: list[str]) -> int:
+    from cgr.retrieval.encode_job import main as encode_main
+
+    return encode_main(argv)
+
+
 def amr_command(argv: list[str]) -> int:
     from cgr.amr.commands import main as amr_main
 
@@ -111,6 +117,7 @@ COMMANDS = {
     "eval": evaluate_command,
     "explain": explain_command,
     "serve": serve_command,
+    "encode": encode_command,
     "amr": amr_command,
     "ircot": ircot_command,
 }

@@ -58,7 +58,8 @@ class EmbeddingCache:
     def _chunk_path(self, n: int) -> Path:
         return self.folder / f"chunk-{n:05d}.npy"
 
-    def load_or_build(self, encoder: TextEncoder, progress: bool = True) -> np.ndarray:
+    def prepare(self) -> None:
+        """Refuses a folder written for another corpus or model, then records this one."""
         self._check_meta()
         self.folder.mkdir(parents=True, exist_ok=True)
         meta_bytes = json.dumps(self.meta, indent=1).encode()
@@ -66,30 +67,48 @@ class EmbeddingCache:
             atomic_write(
                 self.folder / "meta.json", binary=True, write=lambda f: f.write(meta_bytes)
             )
-        texts = self.corpus.texts
-        n_chunks = (len(texts) + self.chunk_size - 1) // self.chunk_size
-        todo = [n for n in range(n_chunks) if not self._chunk_path(n).exists()]
-        done = len(texts) - sum(
-            len(texts[n * self.chunk_size : (n + 1) * self.chunk_size]) for n in todo
-        )
+
+    @property
+    def num_chunks(self) -> int:
+        return (len(self.corpus) + self.chunk_size - 1) // self.chunk_size
+
+    def chunk_texts(self, n: int) -> list[str]:
+        return [f.text for f in self.corpus.facts[n * self.chunk_size : (n + 1) * self.chunk_size]]
+
+    def todo(self) -> list[int]:
+        """Chunks not on disk yet (a killed run resumes after its last whole chunk)."""
+        return [n for n in range(self.num_chunks) if not self._chunk_path(n).exists()]
+
+    def write_chunk(self, n: int, vectors: np.ndarray) -> None:
+        atomic_write(self._chunk_path(n), binary=True, write=lambda f: np.save(f, vectors))
+
+    def load(self, dim: int | None = None) -> np.ndarray:
+        """All chunks joined, checked against the corpus size and the encoder's dimension."""
+        parts = [np.load(self._chunk_path(n)) for n in range(self.num_chunks)]
+        dim = dim or (parts[0].shape[1] if parts else 0)
+        vectors = np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
+        if vectors.ndim != 2 or vectors.shape != (len(self.corpus), dim):
+            raise CacheMismatchError(
+                f"embedding cache {self.folder} holds {vectors.shape}, expected "
+                f"({len(self.corpus)}, {dim}); delete that folder to rebuild it"
+            )
+        return vectors
+
+    def load_or_build(self, encoder: TextEncoder, progress: bool = True) -> np.ndarray:
+        """Encodes the missing chunks in this process (`cgr encode` spreads them over ranks)."""
+        self.prepare()
+        todo = self.todo()
+        done = len(self.corpus) - sum(len(self.chunk_texts(n)) for n in todo)
         bar = tqdm(
-            total=len(texts),
+            total=len(self.corpus),
             initial=done,
-            desc=f"encoding corpus ({len(texts)} facts)",
+            desc=f"encoding corpus ({len(self.corpus)} facts)",
             unit="fact",
             disable=not progress or not todo,
         )
         for n in todo:
-            chunk = texts[n * self.chunk_size : (n + 1) * self.chunk_size]
-            vectors = encoder.encode(chunk)
-            atomic_write(self._chunk_path(n), binary=True, write=lambda f, v=vectors: np.save(f, v))
+            chunk = self.chunk_texts(n)
+            self.write_chunk(n, encoder.encode(chunk))
             bar.update(len(chunk))
         bar.close()
-        parts = [np.load(self._chunk_path(n)) for n in range(n_chunks)]
-        vectors = np.concatenate(parts) if parts else np.zeros((0, encoder.dim), np.float32)
-        if vectors.shape != (len(texts), encoder.dim):
-            raise CacheMismatchError(
-                f"embedding cache {self.folder} holds {vectors.shape}, expected "
-                f"({len(texts)}, {encoder.dim}); delete that folder to rebuild it"
-            )
-        return vectors
+        return self.load(encoder.dim)

@@ -1,0 +1,62 @@
+"""`cgr encode`: the corpus embeddings as a Lightning predict job. Two CPU processes (DDP over
+gloo) write byte-identical chunks to one process, the same vectors `cgr train` would encode, and
+a second run encodes nothing and loads the saved index."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow  # subprocesses loading MiniLM
+
+
+def encode(cache_dir, *overrides: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "cgr.cli", "encode", "--config", "configs/default.yaml",
+           f"data.retrieval.cache_dir={cache_dir}", *overrides]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # the same arithmetic in every process
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def chunks(cache_dir) -> dict[str, bytes]:
+    return {str(p.relative_to(cache_dir)): p.read_bytes() for p in cache_dir.rglob("chunk-*.npy")}
+
+
+def test_two_processes_write_the_vectors_one_process_writes(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    first = encode(one, "trainer.devices=1")
+    assert first.returncode == 0, first.stderr[-2000:]
+    ddp = encode(two, "trainer.devices=2", "trainer.strategy=ddp")
+    assert ddp.returncode == 0, ddp.stderr[-2000:]
+    assert len(chunks(one)) == 2  # the quickstart corpus and its open book, one chunk each
+    assert chunks(one) == chunks(two)
+    assert len(list(two.rglob("index-flat-*.faiss"))) == 2
+
+    # the vectors `cgr train` encodes in-process for the same corpus
+    from cgr.data.corpus import Corpus
+    from cgr.retrieval.embedding_cache import EmbeddingCache, cache_folder
+    from cgr.retrieval.encoders import TextEncoder
+
+    corpus = Corpus.from_files([ROOT / "data" / "quickstart" / "facts.txt"])
+    folder = cache_folder(tmp_path / "train", "minilm", corpus)
+    in_process = EmbeddingCache(folder, "minilm", corpus).load_or_build(TextEncoder("minilm"))
+    encoded = EmbeddingCache(cache_folder(one, "minilm", corpus), "minilm", corpus).load()
+    assert np.allclose(in_process, encoded, atol=1e-6)
+
+    again = encode(one)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "encoding 0 chunks" in again.stderr and "loaded the flat index" in again.stderr
+
+
+def test_a_cache_written_for_another_corpus_is_refused(tmp_path):
+    assert encode(tmp_path).returncode == 0
+    meta = next(tmp_path.rglob("meta.json"))
+    found = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**found, "corpus_hash": "0" * 16}))
+    result = encode(tmp_path)
+    assert result.returncode == 2
+    assert "does not match this corpus" in result.stderr and str(meta.parent) in result.stderr
