@@ -36,6 +36,8 @@ LOSSES = ("use_supervised", "use_mle", "use_rl", "use_global")
 ROWS = {
     "reader": ("reader, no facts", READER, "none", False, ()),
     "iterative": ("iterative retrieval + reader", READER, "beam", False, ()),
+    # the reader on Ê with the retriever frozen: what the chains give without CGR's losses
+    "chains": ("iterative retrieval + chains (Ê) + reader", READER, "beam", True, ()),
     "cgr": ("CGR", CGR, "beam", True, ()),
     "no_global": ("CGR w/o L_global", CGR, "beam", True, ("use_global",)),
     "no_mle": ("CGR w/o L_mle", CGR, "beam", True, ("use_mle",)),
