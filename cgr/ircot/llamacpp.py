@@ -37,7 +37,7 @@ class LlamaCppGenerator:
     """The Generator interface (`generate`, `count_tokens`, `max_input_tokens`) on llama.cpp."""
 
     def __init__(self, model: str = "smollm2", gguf_file: str | None = None, max_new_tokens: int = 48,
-                 context_tokens: int = 8192, threads: int | None = None, slots: int = 8):  # fmt: skip
+                 context_tokens: int = 8192, threads: int | None = None):  # fmt: skip
         path, gguf = resolve_generator(model, gguf_file)
         file = Path(path) / gguf if gguf else Path(path)
         if file.suffix != ".gguf" or not file.is_file():
@@ -55,12 +55,8 @@ class LlamaCppGenerator:
 
         params = xllamacpp.CommonParams()
         params.model.path = str(file)
-        # one cache slot per question of a loop chunk: the engine sends each prompt to the slot
-        # whose cached prompt it shares most with, so a question's next step re-encodes only its
-        # new paragraphs and sentence, not all of its paragraphs (one slot: only the demos)
-        params.n_parallel = slots
-        params.kv_unified = True  # the slots share one pool of context_tokens x slots
-        params.n_ctx = context_tokens * slots
+        params.n_ctx = context_tokens
+        params.n_parallel = 1  # one slot: its cache holds the shared demonstrations
         params.cpuparams.n_threads = threads or torch.get_num_threads()
         params.cpuparams_batch.n_threads = threads or torch.get_num_threads()
         params.hostnames = ["127.0.0.1"]  # the listener the engine opens stays on loopback
