@@ -129,7 +129,7 @@ class Generator:
 
     def __init__(self, model: str = "smollm2", gguf_file: str | None = None, max_new_tokens: int = 48,
                  batch_size: int = 8, device: str | None = None, reuse_prefix_cache: bool = True,
-                 dtype: str = "float32"):  # fmt: skip
+                 dtype: str = "float32", history_cache: int = 0):  # fmt: skip
         if dtype not in DTYPES:
             raise ValueError(f"generator dtype must be one of {DTYPES}, got {dtype!r}")
         path, gguf = resolve_generator(model, gguf_file)
@@ -146,6 +146,12 @@ class Generator:
         self.batch_size = batch_size
         self.reuse_prefix_cache = reuse_prefix_cache and not self.seq2seq
         self._prefixes: dict[str, tuple[torch.Tensor, object]] = {}
+        # the key-value caches of the last `history_cache` prompts: IRCoT's next step for a
+        # question repeats its previous prompt up to the end of its paragraphs, so only the new
+        # paragraphs, the question and the CoT so far are encoded (prompts then go one at a time)
+        self.history_cache = history_cache if not self.seq2seq else 0
+        self._history: list[tuple[list[int], object]] = []
+        self.encoded_tokens = 0  # prompt tokens run through the model (what the caches save)
         limit = getattr(config, "max_position_embeddings", None) or getattr(
             self.tokenizer, "model_max_length", 2048
         )
@@ -170,6 +176,8 @@ class Generator:
             if prefix and self.reuse_prefix_cache and all(p.startswith(prefix) for p in prompts)
             else None
         )
+        if self.history_cache:
+            return [self._generate_one(p, stop, limit, shared) for p in prompts]
         for start in range(0, len(prompts), self.batch_size):
             chunk = prompts[start : start + self.batch_size]
             inputs = (self._with_prefix(shared, chunk) if shared else None) or self._plain(chunk)
@@ -179,14 +187,61 @@ class Generator:
                 if stop != "none"
                 else None
             )
+            self.encoded_tokens += _uncached_tokens(inputs)
             ids = self.model.generate(**inputs, max_new_tokens=limit, do_sample=False, stopping_criteria=stopping,
                                       pad_token_id=self.tokenizer.pad_token_id)  # fmt: skip
             new = ids if self.seq2seq else ids[:, prompt_length:]
-            for row in new:
-                tokens = [t for t in row.tolist() if t != self.tokenizer.pad_token_id]
-                text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-                out.append(Generation(cut(text, stop), len(tokens)))
+            out.extend(self._decoded(row, stop) for row in new)
         return out
+
+    def _decoded(self, row: torch.Tensor, stop: str) -> Generation:
+        tokens = [t for t in row.tolist() if t != self.tokenizer.pad_token_id]
+        return Generation(
+            cut(self.tokenizer.decode(tokens, skip_special_tokens=True), stop), len(tokens)
+        )
+
+    def _generate_one(self, prompt: str, stop: str, limit: int, prefix: str | None) -> Generation:
+        """One prompt, starting from the cached prompt it shares most tokens with (a previous
+        step of the same question, else the demonstrations); its own cache joins the history."""
+        ids = self.tokenizer(prompt, truncation=True, max_length=self.max_input_tokens).input_ids
+        inputs = self._from_history(ids)
+        if inputs is None:
+            inputs = (self._with_prefix(prefix, [prompt]) if prefix else None) or self._plain(
+                [prompt]
+            )
+        length = inputs["input_ids"].shape[1]
+        stopping = (
+            [_StopWhenFinished(self.tokenizer, length, False, stop)] if stop != "none" else None
+        )
+        self.encoded_tokens += _uncached_tokens(inputs)
+        out = self.model.generate(**inputs, max_new_tokens=limit, do_sample=False, stopping_criteria=stopping,
+                                  pad_token_id=self.tokenizer.pad_token_id, return_dict_in_generate=True)  # fmt: skip
+        cache = out.past_key_values
+        _crop_to(
+            cache, length
+        )  # the prompt's tokens: the next step's prompt does not hold the output
+        self._history.append((inputs["input_ids"][0].tolist(), cache))
+        del self._history[: -self.history_cache]  # the oldest go first
+        return self._decoded(out.sequences[0, length:], stop)
+
+    def _from_history(self, ids: list[int]) -> dict | None:
+        """Inputs starting from a copy of the cached prompt sharing the longest start with `ids`
+        (cropped to that start; at least one token of `ids` is left to encode)."""
+        best, shared = None, 0
+        for cached_ids, cache in self._history:
+            same = _common_length(cached_ids, [ids])
+            if same > shared:
+                best, shared = cache, same
+        if best is None:
+            return None
+        cache = copy.deepcopy(best)
+        _crop_to(cache, shared)
+        full = torch.tensor([ids], device=self.device)
+        return {
+            "input_ids": full,
+            "attention_mask": torch.ones_like(full),
+            "past_key_values": cache,
+        }
 
     def _plain(self, chunk: list[str]) -> dict:
         enc = self.tokenizer(chunk, return_tensors="pt", padding=True, truncation=True,
@@ -231,6 +286,19 @@ class Generator:
                 self._prefixes.pop(next(iter(self._prefixes)))
             self._prefixes[prefix] = (ids, cache)
         return self._prefixes[prefix]
+
+
+def _crop_to(cache, length: int) -> None:
+    """Keep the first `length` tokens (transformers' crop takes how many to remove, negative)."""
+    extra = cache.get_seq_length() - length
+    if extra > 0:
+        cache.crop(-extra)
+
+
+def _uncached_tokens(inputs: dict) -> int:
+    cache = inputs.get("past_key_values")
+    done = cache.get_seq_length() if cache is not None else 0
+    return int(inputs["attention_mask"][:, done:].sum())
 
 
 def _common_length(prefix: list[int], prompts: list[list[int]]) -> int:

@@ -40,3 +40,26 @@ def test_the_shared_length_leaves_every_prompt_a_token_of_its_own():
     assert _common_length([1, 2, 3], [[1, 2, 9, 4], [1, 2, 3, 5]]) == 2  # BPE merged at the end
     assert _common_length([1, 2, 3], [[1, 2, 3]]) == 2
     assert _common_length([1, 2], [[7, 8]]) == 0
+
+
+def test_a_next_step_starts_from_its_previous_prompt_and_gives_the_plain_output(prompts_and_prefix):
+    plain, prompts, prefix = prompts_and_prefix
+    # IRCoT's steps: the same question with one more paragraph and the CoT so far
+    first = prompts[0]
+    second = (
+        first.replace("\nQ:", "\nWikipedia Title: Sella\nThe Sella is a river.\n\nQ:", 1)
+        + " Tamberg is a city."
+    )
+    assert second[: first.index("\nQ:")] == first[: first.index("\nQ:")]
+    expected = [g.text for g in plain.generate([first, prompts[1], second], prefix=prefix)]
+    gen = Generator(max_new_tokens=20, batch_size=3, history_cache=4)
+    texts = [g.text for g in gen.generate([first, prompts[1]], prefix=prefix)]
+    before = gen.encoded_tokens
+    texts += [g.text for g in gen.generate([second], prefix=prefix)]
+    assert texts == expected
+    new_tokens = gen.encoded_tokens - before
+    shared = first.index("\nQ:")
+    assert 0 < new_tokens < gen.count_tokens(second[shared:]) + 3  # not the paragraphs again
+    assert len(gen._history) == 3
+    gen.generate(prompts, prefix=prefix)
+    assert len(gen._history) == 4  # the oldest dropped
