@@ -39,6 +39,21 @@ class FMKeyIndex:
         """True when `text` is a whole key (or, with substrings, occurs in one)."""
         return bool(text) and self._fm.count(text if self.substrings else START + text + END) > 0
 
+    def continuations(self, text: str, limit: int = 256) -> list[str]:
+        """What follows `text` in up to `limit` keys it starts (or, with substrings, occurs in);
+        "" where it ends a key. Lets the decoder find an allowed token the LM did not rank high."""
+        pattern = text if self.substrings else START + text
+        out = []
+        for pos in self._fm.iter_locate(pattern):
+            n = bisect_right(self._starts, pos) - 1
+            offset = pos - self._starts[n] - 1 + len(pattern) - (0 if self.substrings else 1)
+            out.append(
+                self.keys[n].text[offset:] if self.substrings else self.keys[n].text[len(text) :]
+            )
+            if len(out) >= limit:
+                break
+        return out
+
     def paragraphs(self, text: str) -> list[int]:
         """The corpus ids (paragraph positions) of every key `text` is (or occurs in)."""
         pattern = text if self.substrings else START + text + END
@@ -66,6 +81,14 @@ class TrieKeyIndex:
 
     def complete(self, text: str) -> bool:
         return text in self._trie
+
+    def continuations(self, text: str, limit: int = 256) -> list[str]:
+        out = []
+        for key in self._trie.iterkeys(text):
+            out.append(key[len(text) :])
+            if len(out) >= limit:
+                break
+        return out
 
     def paragraphs(self, text: str) -> list[int]:
         return sorted(self._ids.get(text, ()))
