@@ -28,7 +28,8 @@ class RichesPrompt:
         data = json.loads(require_file(path, "riches demonstrations").read_text(encoding="utf-8"))
         if hops not in data:
             raise ValueError(f"{path}: no {hops!r} demonstrations (has {sorted(data)})")
-        return cls(data["instruction"], data[hops], keywords)
+        instruction = data["instruction"] if keywords else data["instruction_without_keywords"]
+        return cls(instruction, data[hops], keywords)
 
     def _passage(self, passage: str) -> str:
         return passage if self.keywords else " ".join(_KEYWORD.sub("", passage).split())
