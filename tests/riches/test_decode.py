@@ -47,7 +47,7 @@ def test_prompts_follow_the_paper_format_with_or_without_keywords():
     assert prompt.endswith("question: Which river flows through Tamberg?\npassage:")
     assert prompt.count("keyword:") == 6 and prompt.count(" answer: ") == 3
     bare = RichesPrompt.from_file(demos, keywords=False).build("Q?")
-    assert "keyword" not in bare and bare.count("« ") == 6  # the instruction names « once
+    assert "keyword" not in bare and bare.count("« ") == 7  # six keys and the instruction
     single = RichesPrompt.from_file(demos, hops="single_hop").build("Q?")
     assert single.count("«") == 3
     with pytest.raises(ValueError, match="no 'three_hop'"):
