@@ -49,7 +49,7 @@ def test_prompts_follow_the_paper_format_with_or_without_keywords():
     bare = RichesPrompt.from_file(demos, keywords=False).build("Q?")
     assert "keyword" not in bare and bare.count("« ") == 7  # six keys and the instruction
     single = RichesPrompt.from_file(demos, hops="single_hop").build("Q?")
-    assert single.count("«") == 3
+    assert single.count("« ") == 4  # three keys and the instruction
     with pytest.raises(ValueError, match="no 'three_hop'"):
         RichesPrompt.from_file(demos, hops="three_hop")
 
