@@ -1,4 +1,4 @@
-"""The one entry point: `cgr train`, `eval`, `explain`, `serve`, `encode`, `amr`, `ircot`."""
+"""The one entry point: `cgr train`, `eval`, `explain`, `serve`, `encode`, `amr`, `ircot`, `riches`."""
 
 from __future__ import annotations
 
@@ -100,6 +100,12 @@ def ircot_command(argv: list[str]) -> int:
     return ircot_main(argv)
 
 
+def riches_command(argv: list[str]) -> int:
+    from cgr.riches.commands import main as riches_main
+
+    return riches_main(argv)
+
+
 def explain_command(argv: list[str]) -> int:
     from cgr.serving.explain import main as explain_main
 
@@ -120,6 +126,7 @@ COMMANDS = {
     "encode": encode_command,
     "amr": amr_command,
     "ircot": ircot_command,
+    "riches": riches_command,
 }
 
 

@@ -150,7 +150,9 @@ def partial_results(out: Path, argv: list[str]) -> Path:
     return out / f".partial-{hashlib.sha256(chr(0).join(argv).encode()).hexdigest()[:12]}.jsonl"
 
 
-def run_in_chunks(runner, questions: list, partial: Path, chunk: int) -> list[dict]:
+def run_in_chunks(
+    runner, questions: list, partial: Path, chunk: int, desc: str = "ircot"
+) -> list[dict]:
     """Runs `chunk` questions at a time with a progress bar (questions done, s/question, ETA).
     Each finished chunk is appended to `partial`, so a killed run started again with the same
     command skips the questions it has; `main` removes it once predictions.jsonl is written."""
@@ -171,7 +173,7 @@ def run_in_chunks(runner, questions: list, partial: Path, chunk: int) -> list[di
             "resuming: %d of %d questions already answered (%s)", len(done), len(questions), partial
         )
     todo = [q for q in questions if q.id not in done]
-    with tqdm(total=len(questions), initial=len(questions) - len(todo), unit="q", desc="ircot") as bar, \
+    with tqdm(total=len(questions), initial=len(questions) - len(todo), unit="q", desc=desc) as bar, \
             partial.open("a", encoding="utf-8") as f:  # fmt: skip
         if cut_short:
             f.write("\n")  # start a fresh line after the one cut short

@@ -18,6 +18,9 @@ from typing import Protocol
 
 import torch
 
+from cgr.errors import ConfigError
+from cgr.validation import at_least
+
 
 class KeyIndex(Protocol):
     def allows(self, text: str) -> bool: ...
@@ -39,6 +42,15 @@ class DecodeConfig:
     # tokens is ended by opening a key; after max_keys keys the next long thought is the answer
     max_thought_tokens: int = 16
     max_keys: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("beam_size", "max_new_tokens", "top_candidates", "continuations",
+                     "max_thought_tokens", "max_keys"):  # fmt: skip
+            at_least(f"decode.{name}", getattr(self, name), 1)
+        if not self.open_marker or not self.close_marker or self.open_marker == self.close_marker:
+            raise ConfigError(
+                "decode.open_marker and decode.close_marker must be two different strings"
+            )
 
 
 @dataclass
