@@ -230,7 +230,10 @@ def main(argv: list[str]) -> int:
     )
     runner = IRCoTRunner(retriever, generator, prompts("cot"), prompts(loop.reader), loop, direct)
     partial = partial_results(out, argv)
-    records = run_in_chunks(runner, questions, partial, max(8, gen_cfg.batch_size))
+    # llama.cpp keeps one prompt cache: a question's steps run back to back there, so each step
+    # reuses the previous prompt (demonstrations and paragraphs), not only the demonstrations
+    chunk = 1 if gen_cfg.backend == "llamacpp" else max(8, gen_cfg.batch_size)
+    records = run_in_chunks(runner, questions, partial, chunk)
     atomic_write_text(out / "predictions.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     partial.unlink(missing_ok=True)
     counters.update(runner.counters)
