@@ -6,8 +6,9 @@ import yaml
 from cgr.cli import main
 from tests.conftest import ROOT
 
+# training configs; the IRCoT and RICHES modes have their own command lines (tested below)
 CONFIGS = sorted(
-    p.name for p in (ROOT / "configs").glob("*.yaml") if not p.name.startswith("ircot")
+    p.name for p in (ROOT / "configs").glob("*.yaml") if not p.name.startswith(("ircot", "riches"))
 )
 
 
@@ -17,6 +18,22 @@ def test_config_parses(name, capsys):
         main(["train", "--config", str(ROOT / "configs" / name), "--print_config"])
     assert exit_info.value.code in (0, None)
     assert "class_path: cgr.training." in capsys.readouterr().out
+
+
+def test_the_riches_config_parses_into_valid_settings():
+    from cgr.riches.commands import RichesConfig, build_parser
+    from cgr.riches.decode import DecodeConfig
+
+    args = build_parser().parse_args(
+        ["--config", str(ROOT / "configs" / "riches_hotpotqa.yaml"), "--data", "x", "--out", "y"]
+    )
+    riches, decode = RichesConfig(**vars(args.riches)), DecodeConfig(**vars(args.decode))
+    assert (riches.key_kind, riches.index, decode.beam_size, decode.adaptive) == (
+        "sentence",
+        "fm",
+        5,
+        True,
+    )
 
 
 def test_paper_configs_carry_the_paper_hyperparameters():
