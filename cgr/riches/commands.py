@@ -8,7 +8,6 @@ import logging
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Literal
 
 from cgr.errors import ConfigError, DataFormatError
@@ -146,9 +145,10 @@ def main(argv: list[str]) -> int:
     decoder = ConstrainedDecoder(model, tokenizer, index, decode_cfg)
     prompt = RichesPrompt.from_file(riches.demos, riches.hops, riches.keywords)
     runner = RichesRunner(decoder, prompt, corpus, counters)
-    records = run_in_chunks(runner, questions, partial_results(out, argv), 4, desc="riches")
+    partial = partial_results(out, argv)
+    records = run_in_chunks(runner, questions, partial, 4, desc="riches")
     atomic_write_text(out / "predictions.jsonl", "".join(json.dumps(r) + "\n" for r in records))
-    partial_results(out, argv).unlink(missing_ok=True)
+    partial.unlink(missing_ok=True)
     n = max(1, len(records))
     hits = [r["hits"] for r in records if r["hits"] is not None]
     summary = {"questions": len(records), "corpus_paragraphs": len(corpus),
@@ -156,7 +156,7 @@ def main(argv: list[str]) -> int:
                "keys_per_question": sum(len(r["keys"]) for r in records) / n,
                "attributed_proxy": sum(r["attributed_proxy"] for r in records) / n,
                "settings": {"riches": asdict(riches), "decode": asdict(decode_cfg)}, **dict(counters)}  # fmt: skip
-    atomic_write_text(Path(out) / "metrics.json", json.dumps(summary, indent=1) + "\n")
+    atomic_write_text(out / "metrics.json", json.dumps(summary, indent=1) + "\n")
     for key, value in summary.items():
         if key != "settings":
             print(f"{key}: {value}")

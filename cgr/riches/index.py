@@ -46,10 +46,10 @@ class FMKeyIndex:
         out = []
         for pos in self._fm.iter_locate(pattern):
             n = bisect_right(self._starts, pos) - 1
-            offset = pos - self._starts[n] - 1 + len(pattern) - (0 if self.substrings else 1)
-            out.append(
-                self.keys[n].text[offset:] if self.substrings else self.keys[n].text[len(text) :]
-            )
+            start = (
+                pos - self._starts[n] - 1 if self.substrings else 0
+            )  # where `text` sits in the key
+            out.append(self.keys[n].text[start + len(text) :])
             if len(out) >= limit:
                 break
         return out

@@ -44,6 +44,7 @@ def test_fm_index_and_trie_agree_and_map_keys_to_paragraphs(kind):
         assert fm.allows(text) == trie.allows(text), text
         assert fm.complete(text) == trie.complete(text), text
         assert fm.paragraphs(text) == trie.paragraphs(text), text
+        assert sorted(set(fm.continuations(text))) == sorted(trie.continuations(text)), text
     if kind == "sentence":
         assert fm.paragraphs("The Sella river flows through Tamberg.") == [0, 2]  # shared text
         assert fm.complete("It is 120 km long.") and not fm.complete("It is 120 km")
@@ -54,6 +55,11 @@ def test_substring_mode_allows_decoding_from_inside_a_key():
     fm = FMKeyIndex(build_keys(PARAGRAPHS, "paragraph"), substrings=True)
     assert fm.allows("river in Norl") and fm.complete("river in Norland")
     assert fm.paragraphs("flows through Tamberg") == [0, 2]
+    assert sorted(fm.continuations("river")) == [
+        " flows through Tamberg.",
+        " flows through Tamberg.",
+        " in Norland. It is 120 km long.",
+    ]
     assert not fm.allows("Tamberg. The Sella is")  # never across two paragraphs
 
 
