@@ -1,4 +1,5 @@
-"""The one entry point: `cgr train`, `eval`, `explain`, `serve`, `encode`, `amr`, `ircot`, `riches`."""
+"""The one entry point: `cgr train`, `eval`, `explain`, `serve`, `encode`, `amr`, `ircot`,
+`riches`, `longdoc`."""
 
 from __future__ import annotations
 
@@ -106,6 +107,12 @@ def riches_command(argv: list[str]) -> int:
     return riches_main(argv)
 
 
+def longdoc_command(argv: list[str]) -> int:
+    from cgr.longdoc.commands import main as longdoc_main
+
+    return longdoc_main(argv)
+
+
 def explain_command(argv: list[str]) -> int:
     from cgr.serving.explain import main as explain_main
 
@@ -127,6 +134,7 @@ COMMANDS = {
     "amr": amr_command,
     "ircot": ircot_command,
     "riches": riches_command,
+    "longdoc": longdoc_command,
 }
 
 

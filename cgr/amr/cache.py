@@ -56,14 +56,15 @@ class ParseCache:
         parse_batch: Callable[[list[str]], list[str | None]],
         batch_size: int = 256,
         progress: bool = True,
+        desc: str | None = None,
     ) -> list[str | None]:
         """Graphs for `sentences` in order, parsing (and storing) only what the cache lacks."""
         known = self.get_many(backend, sentences)
         todo = [s for s in dict.fromkeys(sentences) if s not in known]
         bar = tqdm(
             total=len(todo),
-            desc=f"parsing AMR ({backend})",
-            unit="sent",
+            desc=desc or f"parsing AMR ({backend})",
+            unit="item" if desc else "sent",
             disable=not progress or not todo,
         )
         for start in range(0, len(todo), batch_size):

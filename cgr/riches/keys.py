@@ -7,14 +7,12 @@ them reliably and no proposition model is available offline, so it is not offere
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from cgr.ircot.retrievers import CorpusParagraph
+from cgr.nlp import split_sentences
 
 KINDS = ("sentence", "paragraph", "title")
-# a sentence ends at . ! ? followed by a space and an upper-case letter, digit or quote
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 # the markers and the index's own separators never occur inside a key
 RESERVED = ("\x02", "\x03", "«", "»")
 
@@ -23,10 +21,6 @@ RESERVED = ("\x02", "\x03", "«", "»")
 class Key:
     text: str
     paragraph: int  # position in the paragraph corpus
-
-
-def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
 
 
 def clean(text: str) -> str:

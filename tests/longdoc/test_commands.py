@@ -1,0 +1,88 @@
+"""`cgr longdoc` end to end on our two papers: D3 with the real SmolLM2, the PARAGRAPH baseline
+with the real MiniLM encoder and BM25; BASE's chunks never split a paragraph; bad input is one
+line and exit 2."""
+
+import json
+
+import pytest
+
+from cgr.cli import main
+from tests.longdoc.test_document import PAPERS
+
+BASE = ["longdoc", "--config", "configs/d3_qasper.yaml", "--data", str(PAPERS)]
+
+
+def last_line(capsys) -> list[str]:
+    return capsys.readouterr().out.strip().splitlines()[-1].split()
+
+
+@pytest.mark.slow
+def test_d3_runs_with_smollm2_and_accounts_for_its_tokens(tmp_path, capsys):
+    out = tmp_path / "d3"
+    assert main([*BASE, "--limit", "2", "--method", "d3", "--out", str(out)]) == 0
+    last = last_line(capsys)
+    assert last[0::2] == ["evidence_f1:", "answer_f1:", "tokens_per_question:"]
+    assert float(last[5]) > 100  # the outline alone is more than 100 tokens
+    records = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in records] == ["birds-q1", "birds-q2"]
+    for r in records:
+        assert r["usage"]["sections_calls"] == 1 and r["usage"]["answer_calls"] == 1
+        assert r["calls"] == r["evidence_calls"] + 1
+        assert r["lm_outputs"][0]["stage"] == "sections"
+        assert set(r["sections"]) <= {"Introduction", "Data > Recording Sites", "Data > Annotation",
+                                      "Model", "Results", "Conclusion"}  # fmt: skip
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["questions"] == 2 and metrics["settings"]["longdoc"]["method"] == "d3"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("retriever", ["dense", "bm25"])
+def test_paragraph_baseline_finds_the_evidence_of_plain_questions(tmp_path, capsys, retriever):
+    out = tmp_path / retriever
+    args = [*BASE, "--method", "paragraph", "--longdoc.retriever", retriever, "--longdoc.top_k", "1",
+            "--longdoc.answer", "false", "--out", str(out)]  # fmt: skip
+    assert main(args) == 0
+    assert float(last_line(capsys)[5]) == 0.0  # no LM read anything
+    records = {
+        r["id"]: r for r in map(json.loads, (out / "predictions.jsonl").read_text().splitlines())
+    }
+    for qid in ("birds-q1", "bread-q1", "bread-q2"):
+        assert records[qid]["evidence_f1"] == 1.0, records[qid]
+
+
+@pytest.mark.slow
+def test_chunks_hold_whole_paragraphs_within_the_budget():
+    from cgr.ircot.generator import Generator
+    from cgr.longdoc.document import load_qasper
+    from cgr.longdoc.lm import CountingLM
+    from cgr.longdoc.methods import LongDocConfig, LongDocQA
+    from cgr.longdoc.prompts import PARAGRAPHS_INSTRUCTION, numbered
+    from cgr.longdoc.summaries import Summarizer, SummaryConfig
+
+    lm = CountingLM(Generator("smollm2"), "smollm2")
+    qa = LongDocQA(LongDocConfig(method="chunk", chunk_tokens=120), lm, Summarizer(SummaryConfig()))
+    q = load_qasper(PAPERS)[0]
+    paragraphs = list(enumerate(q.document.paragraphs))
+    chunks = qa.chunks(q.question, paragraphs)
+    assert len(chunks) > 1
+    assert [p for c in chunks for p in c] == paragraphs  # in order, none split or lost
+    for c in chunks:
+        prompt = PARAGRAPHS_INSTRUCTION.format(paragraphs=numbered(c), question=q.question)
+        assert lm.count(prompt) <= 120 + 2 * len(c)  # each "[i] text" line counted with its newline
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    out = ["--out", str(tmp_path / "o")]
+    assert main([*BASE, "--method", "d4", *out]) == 2
+    assert "longdoc.method must be one of" in capsys.readouterr().err
+    assert main([*BASE, "--longdoc.chunk_tokens", "10", *out]) == 2
+    assert "longdoc.chunk_tokens" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"p1": {"title": "T", "full_text": [], "qas": [{"answers": []}]}}))
+    assert main(["longdoc", "--config", "configs/d3_qasper.yaml", "--data", str(bad), *out]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "['p1'].qas[0].question" in err
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    assert main([*BASE, "--out", str(blocked / "sub")]) == 2
+    assert "--out" in capsys.readouterr().err
