@@ -1,0 +1,106 @@
+"""Long-document QA table (issue 19; the D3 paper's Tables 1, 3 and 4 columns): evidence
+precision / recall / F1, answer F1 (overall and by answer type), LM tokens and calls per
+question, seconds per question, for D3's variants and the baselines on the same QASPER dev
+questions and LM.
+
+    .venv/bin/python benchmarks/longdoc.py [--n 200] [--rows d3 paragraph_dense ...]
+    .venv/bin/python benchmarks/longdoc.py --table
+
+Each row is one `cgr longdoc` run (predictions in benchmarks/results/longdoc_runs/NAME), saved
+as benchmarks/results/longdoc-*.json when it finishes; a killed row resumes inside `cgr longdoc`
+from its partial file. The first N questions of the file are used (whole papers, in file order)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import RESULTS, ROOT, load_result, machine, print_table, save_result  # noqa: E402
+from benchmarks.ircot import bootstrap_interval  # noqa: E402
+
+DATA = "../shared/data/qasper/qasper-dev-v0.3.json"
+# row -> (label, `cgr longdoc` arguments)
+ROWS = {
+    "paragraph_dense": ("PARAGRAPH, dense (MiniLM) top 3", ["--method", "paragraph"]),
+    "paragraph_bm25": ("PARAGRAPH, BM25 top 3", ["--method", "paragraph", "--longdoc.retriever", "bm25"]),
+    "d3": ("D3-BASE", ["--method", "d3"]),
+    "d3_dense": ("D3 + dense re-ranking (top 3)", ["--method", "d3_dense"]),
+    "d3_hier": ("D3-HIERBASE", ["--method", "d3_hier"]),
+    "d3_fallback": ("D3-BASE, dense section when the LM names none",
+                    ["--method", "d3", "--longdoc.empty_selection", "dense"]),
+    "d3_random_names": ("D3-BASE, section names replaced by random ids",
+                        ["--method", "d3", "--longdoc.section_names", "random"]),
+    "chunk": ("CHUNK", ["--method", "chunk"]),
+    "mapreduce": ("MAP-REDUCE OPTIMIZED", ["--method", "mapreduce"]),
+}  # fmt: skip
+
+
+def row_name(row: str, n: int, data: str = DATA) -> str:
+    return f"longdoc-{row}-{n}" + ("" if data == DATA else f"-{Path(data).stem}")
+
+
+def run_row(row: str, n: int, force: bool, data: str = DATA) -> None:
+    name = row_name(row, n, data)
+    if load_result(name) and not force:
+        return
+    out = RESULTS / "longdoc_runs" / name
+    cmd = [sys.executable, "-m", "cgr.cli", "longdoc", "--config", "configs/d3_qasper.yaml",
+           "--data", data, "--limit", str(n), "--out", str(out), *ROWS[row][1]]  # fmt: skip
+    print(f"{name}: running", flush=True)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{name} failed:\n{proc.stderr[-3000:]}")
+    records = [json.loads(line) for line in (out / "predictions.jsonl").open(encoding="utf-8")]
+    metrics = json.loads((out / "metrics.json").read_text())
+    metrics.pop("settings", None)
+    result = {"row": row, "arguments": ROWS[row][1], **metrics, "machine": machine()}
+    for key in ("evidence_f1", "answer_f1"):
+        result[f"{key}_ci95"] = bootstrap_interval([r[key] for r in records if r[key] is not None])
+    save_result(name, result)
+    print(f"{name}: evidence F1 {result['evidence_f1']:.3f}, {result['tokens_per_question']:.0f} "
+          f"tokens/question", flush=True)  # fmt: skip
+
+
+def interval(r: dict, key: str) -> str:
+    low, high = r[f"{key}_ci95"]
+    return f"{100 * r[key]:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--rows", nargs="*", default=list(ROWS), choices=list(ROWS))
+    parser.add_argument("--data", default=DATA, help="a QASPER-format file (default: QASPER dev)")
+    parser.add_argument("--force", action="store_true")
+    parser.add_argument("--table", action="store_true", help="print saved rows only")
+    args = parser.parse_args()
+    if not args.table:
+        for row in args.rows:
+            run_row(row, args.n, args.force, args.data)
+    table = []
+    for row in args.rows:
+        r = load_result(row_name(row, args.n, args.data))
+        if r is None:
+            table.append([ROWS[row][0], "not run", *[""] * 9])
+            continue
+        types = r["answer_f1_by_type"]
+        table.append([ROWS[row][0], r["questions"], f"{100 * r['evidence_precision']:.1f}",
+                      f"{100 * r['evidence_recall']:.1f}", interval(r, "evidence_f1"), interval(r, "answer_f1"),
+                      " / ".join(f"{100 * types.get(t, float('nan')):.0f}"
+                                 for t in ("extractive", "abstractive", "yes_no", "unanswerable")),
+                      f"{r['evidence_tokens_per_question']:.0f}", f"{r['tokens_per_question']:.0f}",
+                      f"{r['calls_per_question']:.2f}", f"{r['seconds_per_question']:.1f}"])  # fmt: skip
+    print(f"{args.data}, first {args.n} questions; SmolLM2-135M-Instruct (transformers, float32), "
+          f"extractive section summaries; 95 % bootstrap intervals; {machine()}")  # fmt: skip
+    print_table(["method", "n", "evidence P", "evidence R", "evidence F1", "answer F1",
+                 "answer F1 extr. / abstr. / yes-no / unans.", "LM tokens for evidence",
+                 "LM tokens (with answer)", "LM calls", "s/question"], table)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
