@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+import torch
+
+from cgr.errors import ConfigError
+
 
 class CountingLM:
     def __init__(self, generator, name: str, chat: bool = True):
@@ -54,3 +58,46 @@ class CountingLM:
             usage[f"{stage}_prompt_tokens"] += sum(self.count(p) for p in prompts)
             usage[f"{stage}_generated_tokens"] += sum(o.new_tokens for o in outputs)
         return [o.text for o in outputs]
+
+    @torch.no_grad()
+    def option_scores(self, instruction: str, options: list[str], stage: str,
+                      usage: Counter | None = None) -> list[float]:  # fmt: skip
+        """Mean log-probability of each option as the start of the LM's answer: the prompt is
+        encoded once, then every option's tokens in one batch from a copy of its cache. For
+        small LMs that rank the right names but do not write them (transformers backend)."""
+        model = getattr(self.generator, "model", None)
+        if model is None or getattr(self.generator, "seq2seq", False):
+            raise ConfigError("scoring options needs a decoder-only LM on the transformers backend")
+        tokenizer = self.generator.tokenizer
+        prompt = tokenizer(self.prompt(instruction), add_special_tokens=False, return_tensors="pt")
+        ids = prompt.input_ids[:, -self.max_input_tokens :].to(model.device)
+        out = model(input_ids=ids, use_cache=True)
+        first = out.logits[0, -1].float().log_softmax(-1)
+        tokens = [
+            tokenizer(o, add_special_tokens=False).input_ids or [tokenizer.eos_token_id]
+            for o in options
+        ]
+        length = max(len(t) for t in tokens)
+        batch = torch.full((len(tokens), length), tokenizer.pad_token_id or 0, device=model.device)
+        mask = torch.zeros((len(tokens), length), dtype=torch.long, device=model.device)
+        for row, t in enumerate(tokens):
+            batch[row, : len(t)] = torch.tensor(t)
+            mask[row, : len(t)] = 1
+        cache = out.past_key_values
+        cache.batch_repeat_interleave(len(tokens))
+        attention = torch.cat(
+            [torch.ones((len(tokens), ids.shape[1]), dtype=torch.long, device=model.device), mask],
+            1,
+        )
+        logits = model(
+            input_ids=batch, past_key_values=cache, attention_mask=attention
+        ).logits.float()
+        logprobs = logits.log_softmax(-1)
+        scores = []
+        for row, t in enumerate(tokens):
+            total = first[t[0]] + sum(logprobs[row, i - 1, t[i]] for i in range(1, len(t)))
+            scores.append(float(total) / len(t))
+        if usage is not None:
+            usage[f"{stage}_calls"] += 1
+            usage[f"{stage}_prompt_tokens"] += ids.shape[1] + sum(len(t) for t in tokens)
+        return scores

@@ -50,6 +50,10 @@ class LongDocConfig:
     retriever: Literal["dense", "bm25"] = "dense"  # paragraph baseline, d3_dense, fallback
     top_k: int = 3  # paragraphs kept by `paragraph` and `d3_dense`
     section_names: Literal["real", "random"] = "real"  # random ids: the paper's Table 4
+    # how the LM picks sections: writes their names (the paper) or, for small LMs that do not
+    # keep the format, scores every name as its answer and the best `select_sections` are kept
+    select: Literal["generate", "likelihood"] = "generate"
+    select_sections: int = 2
     # when the LM names no section: keep none (the paper) or take the best one by the encoder
     empty_selection: Literal["none", "dense"] = "none"
     paragraph_summary_words: int = 25  # d3_hier: a paragraph's leading words stand for it
@@ -63,6 +67,8 @@ class LongDocConfig:
         one_of("longdoc.retriever", self.retriever, ("dense", "bm25"))
         one_of("longdoc.section_names", self.section_names, ("real", "random"))
         one_of("longdoc.empty_selection", self.empty_selection, ("none", "dense"))
+        one_of("longdoc.select", self.select, ("generate", "likelihood"))
+        at_least("longdoc.select_sections", self.select_sections, 1)
         for name in ("chunk_tokens", "answer_tokens"):
             at_least(f"longdoc.{name}", getattr(self, name), 64)
         for name in ("list_tokens", "top_k", "paragraph_summary_words", "answer_max_new_tokens"):
@@ -126,8 +132,13 @@ class LongDocQA:
         labels = section_labels(doc, self.cfg.section_names)
         summaries = self.summarizer.summaries([doc.section_text(s) for s in doc.sections])
         text = outline(labels, summaries)
-        answer = self.lm.ask([SECTIONS_INSTRUCTION.format(outline=text, question=q.question)],
-                             self.cfg.list_tokens, "sections", usage)[0]  # fmt: skip
+        instruction = SECTIONS_INSTRUCTION.format(outline=text, question=q.question)
+        if self.cfg.select == "likelihood":
+            scores = self.lm.option_scores(instruction, labels, "sections", usage)
+            order = sorted(range(len(labels)), key=lambda i: -scores[i])[: self.cfg.select_sections]
+            self._said.append({"stage": "sections", "scores": scores, "read": order})
+            return order
+        answer = self.lm.ask([instruction], self.cfg.list_tokens, "sections", usage)[0]
         chosen = read_sections(answer, labels)
         self._said.append({"stage": "sections", "output": answer, "read": chosen})
         if not chosen:

@@ -86,3 +86,40 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     blocked.write_text("")
     assert main([*BASE, "--out", str(blocked / "sub")]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_option_scores_equal_a_full_forward_of_each_option():
+    import torch
+
+    from cgr.ircot.generator import Generator
+    from cgr.longdoc.lm import CountingLM
+
+    lm = CountingLM(Generator("smollm2"), "smollm2")
+    instruction = "Sections:\n* Section: Introduction Birds.\n* Section: Model A network.\n\nQuestion: What model?"
+    options = ["Introduction", "Model", "Data > Recording Sites"]
+    fast = lm.option_scores(instruction, options, "sections")
+    tokenizer, model = lm.generator.tokenizer, lm.generator.model
+    prompt = tokenizer(lm.prompt(instruction), add_special_tokens=False).input_ids
+    for option, score in zip(options, fast, strict=True):
+        tokens = tokenizer(option, add_special_tokens=False).input_ids
+        with torch.no_grad():
+            logprobs = (
+                model(input_ids=torch.tensor([prompt + tokens])).logits[0].float().log_softmax(-1)
+            )
+        full = sum(float(logprobs[len(prompt) + i - 1, t]) for i, t in enumerate(tokens)) / len(
+            tokens
+        )
+        assert abs(full - score) < 1e-3
+
+
+@pytest.mark.slow
+def test_d3_with_scored_sections_keeps_the_best_ones(tmp_path, capsys):
+    out = tmp_path / "scored"
+    args = [*BASE, "--limit", "2", "--method", "d3_dense", "--longdoc.select", "likelihood",
+            "--longdoc.select_sections", "2", "--longdoc.answer", "false", "--out", str(out)]  # fmt: skip
+    assert main(args) == 0
+    records = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    for r in records:
+        assert len(r["sections"]) == 2 and len(r["lm_outputs"][0]["scores"]) == 6
+        assert r["calls"] == 1 and r["paragraphs"]
