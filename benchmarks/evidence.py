@@ -163,6 +163,40 @@ def tag(dataset: str, setting: str, seed: int, args) -> str:
     return f"evidence-{dataset}-{setting}-q{args.train_questions}-e{args.epochs}-l{length}-s{seed}"
 
 
+def reader_table(dataset: str) -> None:
+    """Issue 15 item 3: every saved training run of this dataset, one row per setting and
+    budget, with its change against the dense one-step run at 1 epoch, max length 128 (the
+    reference) and the dev accuracy after each epoch (from the run's log)."""
+    from benchmarks.common import RESULTS
+
+    runs: dict[tuple, list[dict]] = {}
+    for path in sorted(RESULTS.glob(f"evidence-{dataset}-*.json")):
+        r = json.loads(path.read_text())
+        if "accuracy" not in r or "budget" not in r:
+            continue
+        b = r["budget"]
+        length = SETTINGS[r["setting"]][4].get("max_length", b["max_length"])
+        runs.setdefault((r["setting"], b["train_questions"], b["epochs"], length), []).append(r)
+    reference = runs.get(("dense", 0, 1, 128))
+    base = statistics.mean(r["accuracy"] for r in reference) if reference else None
+    rows = []
+    for (setting, questions, epochs, length), rs in sorted(
+        runs.items(), key=lambda kv: kv[0][1:] + kv[0][:1]
+    ):
+        acc = [100 * r["accuracy"] for r in rs]
+        mean = statistics.mean(acc)
+        spread = f" ± {statistics.stdev(acc):.1f}" if len(acc) > 1 else ""
+        change = f"{mean - 100 * base:+.1f}" if base is not None and questions == 0 else "–"
+        curves = ["/".join(f"{100 * a:.1f}" for a in r.get("val_acc_by_epoch", [])) for r in rs]
+        rows.append([SETTINGS[setting][0], questions or "all", epochs, length, f"{mean:.1f}{spread}",
+                     len(rs), change, "; ".join(c for c in curves if c) or "–",
+                     f"{statistics.mean(r['minutes'] for r in rs):.0f}"])  # fmt: skip
+    print(f"{dataset} dev: the reader by setting and budget (MiniLM unless named; change against "
+          "dense one step, 1 epoch, max length 128, all train questions)")  # fmt: skip
+    print_table(["evidence / change", "train questions", "epochs", "max length", "dev acc % (best ckpt)",
+                 "seeds", "change", "val acc after each epoch", "minutes"], rows)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dataset", default="obqa", choices=list(CONFIGS))
@@ -172,7 +206,11 @@ def main() -> None:
     parser.add_argument("--train-questions", type=int, default=0, help="0: the whole train set")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--reader-table", action="store_true", help="only the saved runs by budget")
     args = parser.parse_args()
+    if args.reader_table:
+        reader_table(args.dataset)
+        return
     base = train_config(CONFIGS[args.dataset])
     table = []
     for setting in args.settings:
