@@ -118,3 +118,20 @@ def training_speed(log_dir: Path) -> float | None:
         return None
     questions, seconds = max(totals)
     return questions / seconds if seconds else None
+
+
+def run_cli(name: str, args: list[str]) -> None:
+    """One `cgr` command in a fresh process (a benchmark row); its last error lines on failure."""
+    print(f"{name}: running", flush=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cgr.cli", *args], cwd=ROOT, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{name} failed:\n{proc.stderr[-3000:]}")
+
+
+def interval(row: dict, key: str, percent: bool = False) -> str:
+    """`value [low, high]` of a row holding `key` and its bootstrap interval `key_ci95`."""
+    scale, digits = (100, 1) if percent else (1, 3)
+    low, high = row[f"{key}_ci95"]
+    return f"{scale * row[key]:.{digits}f} [{scale * low:.{digits}f}, {scale * high:.{digits}f}]"

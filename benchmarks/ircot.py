@@ -15,13 +15,20 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import RESULTS, ROOT, load_result, machine, print_table, save_result  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    RESULTS,
+    interval,
+    load_result,
+    machine,
+    print_table,
+    run_cli,
+    save_result,
+)
 
 DATASETS = {
     "hotpotqa": "../shared/data/hotpotqa/ircot_processed_dev_subsampled.jsonl",
@@ -87,21 +94,12 @@ def run_cell(args: argparse.Namespace, dataset: str, method: str) -> None:
     if load_result(name) and not args.force:
         return
     out = RESULTS / "ircot_runs" / name
-    cmd = [sys.executable, "-m", "cgr.cli", "ircot", "--config", "configs/ircot_hotpotqa.yaml",
-           "--data", DATASETS[dataset], "--limit", str(args.n), "--out", str(out), "--method", method,
-           "--generator.backend", args.backend, "--generator.model", args.model]  # fmt: skip
-    print(f"{name}: running", flush=True)
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"{name} failed:\n{proc.stderr[-3000:]}")
+    run_cli(name, ["ircot", "--config", "configs/ircot_hotpotqa.yaml", "--data", DATASETS[dataset],
+                   "--limit", str(args.n), "--out", str(out), "--method", method,
+                   "--generator.backend", args.backend, "--generator.model", args.model])  # fmt: skip
     row = summarise(dataset, method, out, args.backend, args.model)
     save_result(name, row)
     print(f"{name}: f1 {row['f1']:.3f} in {row['seconds_per_question']:.1f} s/question", flush=True)
-
-
-def interval(row: dict, key: str) -> str:
-    low, high = row[f"{key}_ci95"]
-    return f"{row[key]:.3f} [{low:.3f}, {high:.3f}]"
 
 
 def main() -> None:

@@ -14,13 +14,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import RESULTS, ROOT, load_result, machine, print_table, save_result  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    RESULTS,
+    interval,
+    load_result,
+    machine,
+    print_table,
+    run_cli,
+    save_result,
+)
 from benchmarks.ircot import bootstrap_interval  # noqa: E402
 
 DATA = "../shared/data/qasper/qasper-dev-v0.3.json"
@@ -52,12 +59,8 @@ def run_row(row: str, n: int, force: bool, data: str = DATA) -> None:
     if load_result(name) and not force:
         return
     out = RESULTS / "longdoc_runs" / name
-    cmd = [sys.executable, "-m", "cgr.cli", "longdoc", "--config", "configs/d3_qasper.yaml",
-           "--data", data, "--limit", str(n), "--out", str(out), *ROWS[row][1]]  # fmt: skip
-    print(f"{name}: running", flush=True)
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"{name} failed:\n{proc.stderr[-3000:]}")
+    run_cli(name, ["longdoc", "--config", "configs/d3_qasper.yaml", "--data", data, "--limit", str(n),
+                   "--out", str(out), *ROWS[row][1]])  # fmt: skip
     records = [json.loads(line) for line in (out / "predictions.jsonl").open(encoding="utf-8")]
     metrics = json.loads((out / "metrics.json").read_text())
     metrics.pop("settings", None)
@@ -67,11 +70,6 @@ def run_row(row: str, n: int, force: bool, data: str = DATA) -> None:
     save_result(name, result)
     print(f"{name}: evidence F1 {result['evidence_f1']:.3f}, {result['tokens_per_question']:.0f} "
           f"tokens/question", flush=True)  # fmt: skip
-
-
-def interval(r: dict, key: str) -> str:
-    low, high = r[f"{key}_ci95"]
-    return f"{100 * r[key]:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
 
 
 def main() -> None:
@@ -93,7 +91,7 @@ def main() -> None:
             continue
         types = r["answer_f1_by_type"]
         table.append([ROWS[row][0], r["questions"], f"{100 * r['evidence_precision']:.1f}",
-                      f"{100 * r['evidence_recall']:.1f}", interval(r, "evidence_f1"), interval(r, "answer_f1"),
+                      f"{100 * r['evidence_recall']:.1f}", interval(r, "evidence_f1", True), interval(r, "answer_f1", True),
                       " / ".join(f"{100 * types.get(t, float('nan')):.0f}"
                                  for t in ("extractive", "abstractive", "yes_no", "unanswerable")),
                       f"{r['evidence_tokens_per_question']:.0f}", f"{r['tokens_per_question']:.0f}",

@@ -24,7 +24,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import RESULTS, ROOT, load_result, machine, print_table, save_result  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    RESULTS,
+    ROOT,
+    interval,
+    load_result,
+    machine,
+    print_table,
+    run_cli,
+    save_result,
+)
 from benchmarks.ircot import DATASETS, bootstrap_interval, cell_name  # noqa: E402
 
 # row -> (label, `cgr riches` overrides); the default config is sentence keys, FM-index, beam 5,
@@ -64,21 +73,12 @@ def run_row(dataset: str, row: str, n: int, force: bool) -> None:
     if load_result(name) and not force:
         return
     out = RESULTS / "riches_runs" / name
-    cmd = [sys.executable, "-m", "cgr.cli", "riches", "--config", "configs/riches_hotpotqa.yaml",
-           "--data", DATASETS[dataset], "--limit", str(n), "--out", str(out), *ROWS[row][1]]  # fmt: skip
-    print(f"{name}: running", flush=True)
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"{name} failed:\n{proc.stderr[-3000:]}")
+    run_cli(name, ["riches", "--config", "configs/riches_hotpotqa.yaml", "--data", DATASETS[dataset],
+                   "--limit", str(n), "--out", str(out), *ROWS[row][1]])  # fmt: skip
     result = {"dataset": dataset, "row": row, "overrides": ROWS[row][1], **summarise(out)}
     save_result(name, result)
     print(f"{name}: f1 {result['f1']:.3f} hits {result['hits']:.3f} in "
           f"{result['seconds_per_question']:.1f} s/question", flush=True)  # fmt: skip
-
-
-def interval(r: dict, key: str) -> str:
-    low, high = r[f"{key}_ci95"]
-    return f"{r[key]:.3f} [{low:.3f}, {high:.3f}]"
 
 
 def quality_table(datasets: list[str], rows: list[str], n: int) -> None:

@@ -19,17 +19,23 @@ def exact_match(prediction: str, gold: list[str]) -> float:
     return float(any(normalize_answer(prediction) == normalize_answer(g) for g in gold))
 
 
-def _f1(prediction: str, gold: str) -> float:
-    p, g = normalize_answer(prediction), normalize_answer(gold)
-    if p in {"yes", "no", "noanswer"} or g in {"yes", "no", "noanswer"}:
-        return float(p == g)  # HotpotQA: yes/no answers score only when equal
-    p_tokens, g_tokens = p.split(), g.split()
-    common = Counter(p_tokens) & Counter(g_tokens)
-    same = sum(common.values())
+def token_f1(prediction: str, gold: str) -> float:
+    """F1 of the normalised answers' tokens (SQuAD; QASPER uses it as is); both empty is 1."""
+    p_tokens, g_tokens = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    if not p_tokens and not g_tokens:
+        return 1.0
+    same = sum((Counter(p_tokens) & Counter(g_tokens)).values())
     if same == 0:
         return 0.0
     precision, recall = same / len(p_tokens), same / len(g_tokens)
     return 2 * precision * recall / (precision + recall)
+
+
+def _f1(prediction: str, gold: str) -> float:
+    p, g = normalize_answer(prediction), normalize_answer(gold)
+    if p in {"yes", "no", "noanswer"} or g in {"yes", "no", "noanswer"}:
+        return float(p == g)  # HotpotQA: yes/no answers score only when equal
+    return token_f1(p, g)
 
 
 def f1_score(prediction: str, gold: list[str]) -> float:

@@ -5,20 +5,7 @@ scorer)."""
 
 from __future__ import annotations
 
-from collections import Counter
-
-from cgr.ircot.metrics import normalize_answer
-
-
-def token_f1(prediction: str, reference: str) -> float:
-    p, r = normalize_answer(prediction).split(), normalize_answer(reference).split()
-    if not p and not r:
-        return 1.0
-    same = sum((Counter(p) & Counter(r)).values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(p), same / len(r)
-    return 2 * precision * recall / (precision + recall)
+from cgr.ircot.metrics import token_f1
 
 
 def answer_f1(prediction: str, references: list[str]) -> float:
