@@ -8,7 +8,7 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import asdict
 
-from cgr.errors import DataFormatError
+from cgr.errors import ConfigError, DataFormatError
 from cgr.files import atomic_write_text, require_writable_dir
 from cgr.ircot.commands import GeneratorConfig, build_generator, partial_results, run_in_chunks
 from cgr.longdoc.document import load_qasper
@@ -67,6 +67,13 @@ def main(argv: list[str]) -> int:
     cfg = parsed(lambda: LongDocConfig(**settings), "cgr longdoc")
     summary_cfg = parsed(lambda: SummaryConfig(**vars(args.summaries)), "cgr longdoc")
     gen_cfg = parsed(lambda: GeneratorConfig(**vars(args.generator)), "cgr longdoc")
+    if (
+        cfg.select == "likelihood"
+        and cfg.method.startswith("d3")
+        and gen_cfg.backend != "transformers"
+    ):
+        raise ConfigError("longdoc.select likelihood scores names with the LM's logits: it needs "
+                          f"generator.backend transformers, not {gen_cfg.backend!r}")  # fmt: skip
     questions = load_qasper(args.data)
     if args.limit:
         questions = questions[: args.limit]

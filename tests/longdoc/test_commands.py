@@ -77,6 +77,11 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert "longdoc.method must be one of" in capsys.readouterr().err
     assert main([*BASE, "--longdoc.chunk_tokens", "10", *out]) == 2
     assert "longdoc.chunk_tokens" in capsys.readouterr().err
+    assert (
+        main([*BASE, "--longdoc.select", "likelihood", "--generator.backend", "llamacpp", *out])
+        == 2
+    )
+    assert "needs generator.backend transformers" in capsys.readouterr().err
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"p1": {"title": "T", "full_text": [], "qas": [{"answers": []}]}}))
     assert main(["longdoc", "--config", "configs/d3_qasper.yaml", "--data", str(bad), *out]) == 2
