@@ -60,3 +60,23 @@ def test_bad_settings_and_empty_contexts_are_one_line_errors(tmp_path, capsys):
     )
     assert main([*base[:4], str(empty), *base[5:]]) == 2
     assert "no paragraph text" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_odd_scripts_and_keys_longer_than_allowed_are_counted_not_fatal(tmp_path, capsys):
+    # a question the tokenizer splits into many byte pieces, and a key cap that drops long sentences
+    data = hotpot_file(tmp_path, [("セラ川の長さは？ แม่น้ำเซลลายาวเท่าไร", "120 km", "Sella")])
+    out = tmp_path / "odd"
+    rc = main(["riches", "--config", "configs/riches_hotpotqa.yaml", "--data", str(data), "--out", str(out),
+               "--riches.max_key_tokens", "8", "--decode.max_new_tokens", "48"])  # fmt: skip
+    assert rc == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["keys_too_long"] > 0 and metrics["keys"] > 0
+    from cgr.ircot.generator import _load, resolve_generator
+    from cgr.riches.keys import build_keys
+
+    tokenizer = _load(*resolve_generator("smollm2", None), "cpu")[0]  # loaded by the run above
+    indexed = {k.text for k in build_keys(PARAGRAPHS)
+               if len(tokenizer(k.text, add_special_tokens=False).input_ids) <= 8}  # fmt: skip
+    record = json.loads((out / "predictions.jsonl").read_text())
+    assert all(key["text"] in indexed for key in record["keys"])  # only keys that were indexed
