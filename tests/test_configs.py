@@ -6,10 +6,9 @@ import yaml
 from cgr.cli import main
 from tests.conftest import ROOT
 
-# training configs; the IRCoT and RICHES modes have their own command lines (tested below)
-CONFIGS = sorted(
-    p.name for p in (ROOT / "configs").glob("*.yaml") if not p.name.startswith(("ircot", "riches"))
-)
+# training configs; the IRCoT, RICHES and long-document modes have their own command lines
+MODES = ("ircot", "riches", "d3")
+CONFIGS = sorted(p.name for p in (ROOT / "configs").glob("*.yaml") if not p.name.startswith(MODES))
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -34,6 +33,19 @@ def test_the_riches_config_parses_into_valid_settings():
         5,
         True,
     )
+
+
+def test_the_longdoc_config_parses_into_valid_settings():
+    from cgr.longdoc.commands import build_parser
+    from cgr.longdoc.methods import LongDocConfig
+    from cgr.longdoc.summaries import SummaryConfig
+
+    args = build_parser().parse_args(
+        ["--config", str(ROOT / "configs" / "d3_qasper.yaml"), "--data", "x", "--out", "y"]
+    )
+    cfg, summaries = LongDocConfig(**vars(args.longdoc)), SummaryConfig(**vars(args.summaries))
+    assert (cfg.method, cfg.select, cfg.empty_selection, summaries.method) == (
+        "d3", "generate", "none", "extractive")  # fmt: skip
 
 
 def test_paper_configs_carry_the_paper_hyperparameters():
