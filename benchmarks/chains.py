@@ -175,10 +175,14 @@ def gold_loss(examples, chain_cfg: ChainConfig, max_evidence: int) -> dict:
 
     parser = CachedParser(chain_cfg.amr, progress=False)
     stages = Counter()
+    share = chain_cfg.max_link_share
     bounded = ChainSearchConfig(
-        chain_cfg.max_facts, chain_cfg.evidence_chains, chain_cfg.time_budget_s
+        chain_cfg.max_facts,
+        chain_cfg.evidence_chains,
+        chain_cfg.time_budget_s,
+        max_link_share=share,
     )
-    unbounded = ChainSearchConfig(chain_cfg.max_facts, 10**6, 5.0)
+    unbounded = ChainSearchConfig(chain_cfg.max_facts, 10**6, 5.0, max_link_share=share)
     for ex in examples:
         gold = {text_key(g) for g in ex.gold_facts}
         if not gold or ex.answer_index is None:
@@ -220,6 +224,35 @@ def gold_loss(examples, chain_cfg: ChainConfig, max_evidence: int) -> dict:
     return dict(stages)
 
 
+def link_share_table(examples, chain_settings: dict, max_evidence: int, args) -> None:
+    """Right- vs wrong-answer chain rates and Ê's gold recall for each max_link_share (the
+    configured parse cache is shared, so only the first row parses); each row saved."""
+    rows = []
+    for share in args.link_shares:
+        settings = {
+            **chain_settings,
+            "amr": AMRConfig(**chain_settings["amr"]),
+            "max_link_share": share,
+        }
+        chain_cfg = ChainConfig(**{k: v for k, v in settings.items() if k != "enabled"})
+        chained, builder, _ = with_chains(examples, chain_cfg, max_evidence)
+        stats = chain_stats(chained, builder)
+        save_result(
+            f"chains_link_share-{args.name}-{share}",
+            {"machine": machine(), "max_link_share": share, **stats},
+        )
+        rows.append([share, f"{100 * stats['gold_with_chain']:.1f}", f"{100 * stats['wrong_with_chain']:.1f}",
+                     f"{100 * (stats['gold_with_chain'] - stats['wrong_with_chain']):.1f}",
+                     f"{100 * stats['E_gold_recall']:.1f}", f"{stats['mean_E']:.1f}",
+                     f"{stats['search_ms_p50']:.0f}"])  # fmt: skip
+        print(f"max_link_share {share}: done", flush=True)
+    print(
+        f"{args.name} dev, {len(examples)} questions; hub concepts (in more than the share of a pool's facts) do not link"
+    )
+    print_table(["max_link_share", "right answers with a chain %", "wrong answers with a chain %", "gap",
+                 "gold fact in Ê %", "mean |Ê|", "search ms p50"], rows)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--config", default="configs/obqa.yaml")
@@ -227,12 +260,17 @@ def main() -> None:
     parser.add_argument("--checkpoint", default=None)
     parser.add_argument("--entailmentbank", action="store_true")
     parser.add_argument("--gold-loss", action="store_true", help="where gold facts are lost")
+    parser.add_argument("--link-shares", type=float, nargs="+", default=None,
+                        help="compare data.chains.max_link_share values (hub concepts)")  # fmt: skip
     args = parser.parse_args()
     config = train_config(args.config)
     data = config["data"]
     examples = pools(config, data["dev_file"])
     chain_settings = copy.deepcopy(data.get("chains", {}))
     chain_settings["pad_evidence"] = False
+    if args.link_shares:
+        link_share_table(examples, chain_settings, data["max_evidence"], args)
+        return
     if args.gold_loss:  # only this measure, saved on its own (uses the configured parse cache)
         chain_settings["amr"] = AMRConfig(**chain_settings["amr"])
         chain_cfg = ChainConfig(**{k: v for k, v in chain_settings.items() if k != "enabled"})

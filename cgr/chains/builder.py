@@ -15,6 +15,7 @@ from cgr.amr.parsers import AMRConfig, CachedParser
 from cgr.chains.concepts import AMRConcepts, amr_concepts
 from cgr.chains.graph import build_semantic_graph, question_concepts
 from cgr.chains.search import ChainSearchConfig, chain_evidence, find_chains
+from cgr.errors import ConfigError
 from cgr.reader.examples import ReaderExample
 from cgr.validation import at_least, positive
 
@@ -44,11 +45,19 @@ class ChainConfig:
     # Snowball-stem every concept ("collection" meets "collect"); off here so checkpoints saved
     # before this option read their chains as they were trained; configs/chains turns it on
     stem_concepts: bool = False
+    # concepts that more than this share of a hypothesis' pool facts mention do not link facts
+    # (1.0: every concept links, the paper; README: chains)
+    max_link_share: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("max_facts", "max_chains", "evidence_chains"):
             at_least(f"data.chains.{name}", getattr(self, name), 1)
         positive("data.chains.time_budget_s", self.time_budget_s)
+        positive("data.chains.max_link_share", self.max_link_share)
+        if self.max_link_share > 1.0:
+            raise ConfigError(
+                f"data.chains.max_link_share must be <= 1, not {self.max_link_share!r}"
+            )
 
 
 class ChainBuilder:
@@ -56,7 +65,10 @@ class ChainBuilder:
         self.cfg, self.progress = cfg, progress
         self.parser = CachedParser(cfg.amr, progress=progress)
         self.search = ChainSearchConfig(
-            cfg.max_facts, max(cfg.max_chains, cfg.evidence_chains), cfg.time_budget_s
+            cfg.max_facts,
+            max(cfg.max_chains, cfg.evidence_chains),
+            cfg.time_budget_s,
+            max_link_share=cfg.max_link_share,
         )
         self.counters: Counter[str] = Counter()
         self.search_seconds: list[float] = []

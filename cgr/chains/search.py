@@ -38,10 +38,27 @@ class Chain:
 
 @dataclass
 class ChainSearchConfig:
+    """`max_link_share`: a concept outside the hypothesis that more than this share of the
+    pool's facts mention (a hub such as "energy" or "water" in a science pool) cannot link two
+    facts; 1.0 lets every concept link (the paper)."""
+
     max_facts: int = 3
     max_chains: int = 20
     time_budget_s: float = 0.5
     max_expansions: int = 200_000
+    max_link_share: float = 1.0
+
+
+def hub_concepts(graph: SemanticGraph, max_share: float) -> set[str]:
+    """Concepts outside the hypothesis mentioned by more than `max_share` of the pool's facts."""
+    if max_share >= 1.0 or not graph.fact_concepts:
+        return set()
+    limit = max_share * len(graph.fact_concepts)
+    counts: dict[str, int] = {}
+    for concepts in graph.fact_concepts.values():
+        for c in concepts - graph.hypothesis_nodes:
+            counts[c] = counts.get(c, 0) + 1
+    return {c for c, n in counts.items() if n > limit}
 
 
 def find_chains(
@@ -59,6 +76,7 @@ def find_chains(
     expansions = 0
     complete = True
     outside = {c for f in graph.fact_concepts.values() for c in f} - graph.hypothesis_nodes
+    outside -= hub_concepts(graph, cfg.max_link_share)
     answer_nodes = sorted(graph.answer_nodes)
 
     def dfs(node: str, facts: tuple[str, ...], links: tuple[str, ...]) -> None:

@@ -184,3 +184,22 @@ def test_stemmed_concepts_meet_across_word_forms():
     assert collection.concepts == collect.concepts == {"collect", "data"}
     assert ("collect", ":mod", "data") in collection.edges
     assert amr_concepts("(c / collection)").concepts == {"collection"}  # off by default
+
+
+def test_hub_concepts_do_not_link_facts():
+    # "metal" is in 3 of the 6 facts: a share of 0.3 makes it a hub, so the chains through it go
+    g = build_semantic_graph(HYP, Q, FACTS)
+    all_links = {link for c in find_chains(g)[0] for link in c.links[1:-1]}
+    assert "metal" in all_links
+    chains, _ = find_chains(g, cfg=ChainSearchConfig(max_link_share=0.3))
+    assert chains and all("metal" not in c.links for c in chains)
+    assert (("f_direct",), ("electricity", "copper")) in [(c.facts, c.links) for c in chains]
+
+
+def test_max_link_share_is_checked():
+    from cgr.chains.builder import ChainConfig
+    from cgr.errors import ConfigError
+
+    for bad in (0.0, 1.5):
+        with pytest.raises(ConfigError, match="max_link_share"):
+            ChainConfig(max_link_share=bad)
