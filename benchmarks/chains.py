@@ -56,6 +56,22 @@ def with_chains(examples, chain_cfg: ChainConfig, max_evidence: int):
     return examples, builder, seconds
 
 
+def chain_signal(examples) -> dict:
+    """How much the chains alone say about the answer: right vs wrong answers with a 1-fact
+    chain, and the accuracy of picking the choice with the most chains (ties split)."""
+    one = {True: [], False: []}
+    picked = 0.0
+    for ex in examples:
+        counts = [len(chains) for chains in ex.chains]
+        winners = [i for i, n in enumerate(counts) if n == max(counts)]
+        picked += (ex.answer_index in winners) / len(winners)
+        for i, chains in enumerate(ex.chains):
+            one[i == ex.answer_index].append(any(len(c.facts) == 1 for c in chains))
+    return {"gold_with_one_fact_chain": statistics.mean(one[True]),
+            "wrong_with_one_fact_chain": statistics.mean(one[False]),
+            "most_chains_accuracy": picked / len(examples)}  # fmt: skip
+
+
 def chain_stats(examples, builder) -> dict:
     gold_with = wrong_with = gold_n = wrong_n = 0
     lengths, e_sizes, shortest, e_recall = Counter(), [], Counter(), []
@@ -81,7 +97,7 @@ def chain_stats(examples, builder) -> dict:
             "chain_lengths": dict(sorted(lengths.items())), "gold_shortest_chain": dict(sorted(shortest.items())),
             "mean_E": statistics.mean(e_sizes),
             "E_gold_recall": statistics.mean(e_recall) if e_recall else None, "search_ms_p50": 1000 * q[49], "search_ms_p99": 1000 * q[98],
-            "counters": dict(builder.counters)}  # fmt: skip
+            "counters": dict(builder.counters), **chain_signal(examples)}  # fmt: skip
 
 
 def _offsets(examples):
@@ -243,14 +259,16 @@ def link_share_table(examples, chain_settings: dict, max_evidence: int, args) ->
         )
         rows.append([share, f"{100 * stats['gold_with_chain']:.1f}", f"{100 * stats['wrong_with_chain']:.1f}",
                      f"{100 * (stats['gold_with_chain'] - stats['wrong_with_chain']):.1f}",
-                     f"{100 * stats['E_gold_recall']:.1f}", f"{stats['mean_E']:.1f}",
-                     f"{stats['search_ms_p50']:.0f}"])  # fmt: skip
+                     f"{100 * stats['gold_with_one_fact_chain']:.1f} / {100 * stats['wrong_with_one_fact_chain']:.1f}",
+                     f"{100 * stats['most_chains_accuracy']:.1f}", f"{100 * stats['E_gold_recall']:.1f}",
+                     f"{stats['mean_E']:.1f}", f"{stats['search_ms_p50']:.0f}"])  # fmt: skip
         print(f"max_link_share {share}: done", flush=True)
     print(
         f"{args.name} dev, {len(examples)} questions; hub concepts (in more than the share of a pool's facts) do not link"
     )
     print_table(["max_link_share", "right answers with a chain %", "wrong answers with a chain %", "gap",
-                 "gold fact in Ê %", "mean |Ê|", "search ms p50"], rows)  # fmt: skip
+                 "with a 1-fact chain, right / wrong %", "most chains = answer, acc %", "gold fact in Ê %",
+                 "mean |Ê|", "search ms p50"], rows)  # fmt: skip
 
 
 def main() -> None:
