@@ -215,10 +215,10 @@ def main() -> None:
     table = []
     for setting in args.settings:
         config = setting_config(base, setting, args.seeds[0], args)
-        stats = statistics_for(config, args.max_length)
+        length = SETTINGS[setting][4].get("max_length", args.max_length)  # what this reader reads
+        stats = statistics_for(config, length)
         save_result(
-            f"evidence-stats-{args.dataset}-{setting}-l{args.max_length}",
-            {"setting": setting, **stats},
+            f"evidence-stats-{args.dataset}-{setting}-l{length}", {"setting": setting, **stats}
         )
         runs = []
         for seed in args.seeds:
