@@ -249,7 +249,7 @@ def main() -> None:
                       f"{stats['gold_read']:.1f}", f"{stats['retrieved_not_read']:.1f}", cell("accuracy", 100),
                       cell("acc_gold_read"), cell("acc_gold_not_read"), cell("top_position_share"), len(runs)])  # fmt: skip
     budget = f"{args.train_questions or 'all'} train questions x {args.epochs} epoch(s)"
-    print(f"{args.dataset} dev; reader {base['model']['init_args']['reader_model']}, max length {args.max_length}; "
+    print(f"{args.dataset} dev; reader {base['model']['init_args']['reader_model']} unless named, max length {args.max_length} unless named; "
           f"{budget}; seeds {args.seeds}; {machine()}")  # fmt: skip
     print_table(["evidence", "gold R@1", "R@5", "R@15", "in pool", "facts read/choice", "gold read %",
                  "retrieved, not read %", "dev acc %", "acc, gold read", "acc, gold not read",
