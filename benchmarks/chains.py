@@ -43,6 +43,13 @@ def pools(config: dict, question_file: str | list[str], split: str = "dev"):
     return dm.load_pools(split, question_file)
 
 
+def chain_config(settings: dict, **overrides) -> ChainConfig:
+    """`data.chains` of a config (a dict, `amr` included) as a ChainConfig, with overrides."""
+    amr = {**settings.get("amr", {}), **overrides.get("amr", {})}
+    rest = {k: v for k, v in {**settings, **overrides}.items() if k not in ("enabled", "amr")}
+    return ChainConfig(amr=AMRConfig(**amr), **rest)
+
+
 def with_chains(examples, chain_cfg: ChainConfig, max_evidence: int):
     examples = copy.deepcopy(examples)
     builder = ChainBuilder(chain_cfg, progress=False)
@@ -245,12 +252,7 @@ def link_share_table(examples, chain_settings: dict, max_evidence: int, args) ->
     configured parse cache is shared, so only the first row parses); each row saved."""
     rows = []
     for share in args.link_shares:
-        settings = {
-            **chain_settings,
-            "amr": AMRConfig(**chain_settings["amr"]),
-            "max_link_share": share,
-        }
-        chain_cfg = ChainConfig(**{k: v for k, v in settings.items() if k != "enabled"})
+        chain_cfg = chain_config(chain_settings, max_link_share=share)
         chained, builder, _ = with_chains(examples, chain_cfg, max_evidence)
         stats = chain_stats(chained, builder)
         save_result(
@@ -290,8 +292,7 @@ def main() -> None:
         link_share_table(examples, chain_settings, data["max_evidence"], args)
         return
     if args.gold_loss:  # only this measure, saved on its own (uses the configured parse cache)
-        chain_settings["amr"] = AMRConfig(**chain_settings["amr"])
-        chain_cfg = ChainConfig(**{k: v for k, v in chain_settings.items() if k != "enabled"})
+        chain_cfg = chain_config(chain_settings)
         stages = gold_loss(examples, chain_cfg, data["max_evidence"])
         save_result(
             f"chains_gold_loss-{args.name}",
@@ -301,10 +302,7 @@ def main() -> None:
         print_table(["stage", "gold facts"], list(stages.items()))
         return
     with tempfile.TemporaryDirectory() as tmp:
-        chain_settings["amr"] = AMRConfig(
-            **{**chain_settings.get("amr", {}), "cache": f"{tmp}/amr.sqlite"}
-        )
-        chain_cfg = ChainConfig(**{k: v for k, v in chain_settings.items() if k != "enabled"})
+        chain_cfg = chain_config(chain_settings, amr={"cache": f"{tmp}/amr.sqlite"})
         _, cold, cold_seconds = with_chains(
             examples, chain_cfg, data["max_evidence"]
         )  # parses everything

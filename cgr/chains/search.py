@@ -12,6 +12,7 @@ by the facts' retrieval scores, then by fact ids, so the result does not depend 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass
 
 from cgr.chains.graph import SemanticGraph
@@ -54,10 +55,9 @@ def hub_concepts(graph: SemanticGraph, max_share: float) -> set[str]:
     if max_share >= 1.0 or not graph.fact_concepts:
         return set()
     limit = max_share * len(graph.fact_concepts)
-    counts: dict[str, int] = {}
-    for concepts in graph.fact_concepts.values():
-        for c in concepts - graph.hypothesis_nodes:
-            counts[c] = counts.get(c, 0) + 1
+    counts = Counter(
+        c for concepts in graph.fact_concepts.values() for c in concepts - graph.hypothesis_nodes
+    )
     return {c for c, n in counts.items() if n > limit}
 
 
