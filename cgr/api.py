@@ -24,6 +24,7 @@ from cgr.errors import ConfigError
 from cgr.evaluation.predict import data_settings, load_module, module_class
 from cgr.evaluation.prediction import Prediction
 from cgr.evidence.pipeline import EvidencePipeline
+from cgr.reader.examples import ReaderExample
 from cgr.retrieval.base import RetrievedFact
 from cgr.retrieval.factory import RetrievalConfig, build_retriever
 from cgr.training.checkpoints import read_checkpoint
@@ -67,15 +68,20 @@ class Predictor:
         device: str | None = None,
         chains: bool | None = None,
         batch_size: int = 16,
+        query_encoder: str = "trained",
     ) -> Predictor:
         """Loads with `weights_only=True` (a crafted pickle is refused). `chains=False` reads the
-        plain pool instead of Ê; None keeps the checkpoint's setting."""
+        plain pool instead of Ê; None keeps the checkpoint's setting. `query_encoder="base"`:
+        a CGR checkpoint retrieves with the untrained encoder it started from (an ablation of
+        its trained query encoder); "trained" (the default) is what `cgr eval` does."""
+        if query_encoder not in {"trained", "base"}:
+            raise ConfigError(f"query_encoder must be 'trained' or 'base', not {query_encoder!r}")
         checkpoint = read_checkpoint(path)
         pipeline = EvidencePipeline.from_settings(data_settings(checkpoint), progress=False)
         if chains is not None:
             pipeline.chains.enabled = chains
         module = load_module(path, checkpoint, _device(device))
-        if hasattr(module, "query_encoder"):  # CGR: retrieve with the trained query encoder
+        if hasattr(module, "query_encoder") and query_encoder == "trained":  # CGR
             pipeline.use_query_encoder(module.query_encoder.eval())
         return cls(module, pipeline, batch_size)
 
@@ -93,9 +99,13 @@ class Predictor:
         """Every question of an official-format OBQA / ARC jsonl file."""
         return self.predict_questions(load_multiple_choice(path))
 
-    @torch.no_grad()
     def predict_questions(self, questions: list[Question]) -> list[Prediction]:
-        examples = self.pipeline(questions)
+        return self.predict_examples(self.pipeline(questions))
+
+    @torch.no_grad()
+    def predict_examples(self, examples: list[ReaderExample]) -> list[Prediction]:
+        """Scores examples that already hold their evidence (`self.pipeline`'s output, e.g.
+        one pool selected two ways)."""
         out: list[Prediction] = []
         for start in range(0, len(examples), self.batch_size):
             batch = examples[start : start + self.batch_size]

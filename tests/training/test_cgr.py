@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from cgr.cli import main
-from cgr.errors import CGRError
+from cgr.errors import CGRError, ConfigError
 from tests.conftest import ROOT, SAMPLE
 from tests.training.helpers import tiny_config
 
@@ -87,6 +87,27 @@ def test_checkpoint_holds_the_query_encoder_and_eval_uses_it(cgr_run, tmp_path, 
         if "ModelCheckpoint" in k and v.get("best_model_score") is not None
     )
     assert float(last.split()[1]) == pytest.approx(float(score["best_model_score"]), abs=1e-6)
+
+
+def test_predictor_retrieves_with_the_trained_or_the_base_query_encoder(cgr_run):
+    import cgr
+    from cgr.data.loaders import load_multiple_choice
+
+    path = cgr_run / "ckpt" / "best.ckpt"
+    trained = cgr.Predictor.from_checkpoint(path)
+    base = cgr.Predictor.from_checkpoint(path, query_encoder="base")
+    assert trained.pipeline.retriever.encoder.model is trained.module.query_encoder
+    assert base.pipeline.retriever.encoder.model is not base.module.query_encoder
+    questions = load_multiple_choice(SAMPLE / "dev.jsonl")[:3]
+    pools = [trained.pipeline.pools(questions), base.pipeline.pools(questions)]
+    scores = [[f.score for ex in p for pool in ex.pool for f in pool] for p in pools]
+    assert scores[0] != scores[1]  # two epochs of chain losses moved the query vectors
+    # predict_examples on the pipeline's output is predict_questions
+    direct = trained.predict_questions(questions)
+    staged = trained.predict_examples(trained.pipeline.select(pools[0]))
+    assert [p.scores for p in staged] == [p.scores for p in direct]
+    with pytest.raises(ConfigError, match="query_encoder"):
+        cgr.Predictor.from_checkpoint(path, query_encoder="frozen")
 
 
 def test_query_encoder_learns_from_the_chain_losses(tmp_path):
