@@ -73,9 +73,21 @@ def evaluate_command(argv: list[str]) -> int:
         "--export-dir", default=None, help="write chains.jsonl and chains.html here"
     )
     parser.add_argument("--no-chains", action="store_true", help="read the plain pool, not Ê")
+    parser.add_argument(
+        "--query-encoder",
+        choices=["trained", "base"],
+        default="trained",
+        help="CGR: retrieve with the trained query encoder or the one it started from",
+    )
     args = parser.parse_args(argv)
     result = evaluate(
-        args.checkpoint, args.data, args.out, args.batch_size, args.export_dir, args.no_chains
+        args.checkpoint,
+        args.data,
+        args.out,
+        args.batch_size,
+        args.export_dir,
+        args.no_chains,
+        args.query_encoder,
     )
     if args.export_dir:
         print(f"chains: {args.export_dir}/chains.jsonl, {args.export_dir}/chains.html")

@@ -136,7 +136,12 @@ def evaluate(
     batch_size: int | None = None,
     export_dir: str | None = None,
     no_chains: bool = False,
+    query_encoder: str = "trained",
 ) -> EvalResult:
+    """`query_encoder="base"`: a CGR checkpoint retrieves with the encoder it started from, the
+    one its training evidence came from when no refresh ran (one epoch); see README."""
+    if query_encoder not in {"trained", "base"}:
+        raise ConfigError(f"query_encoder must be 'trained' or 'base', not {query_encoder!r}")
     checkpoint = read_checkpoint(checkpoint_path)
     datamodule = _datamodule_from_checkpoint(
         checkpoint, data_file, eval_batch_size=batch_size, no_chains=no_chains
@@ -151,7 +156,7 @@ def evaluate(
     if export_dir:
         require_writable_dir(export_dir, "--export-dir")
     model = load_module(checkpoint_path, checkpoint)
-    if hasattr(model, "query_encoder"):  # CGR: retrieve with the trained query encoder
+    if hasattr(model, "query_encoder") and query_encoder == "trained":  # CGR
         datamodule.use_query_encoder(model.query_encoder.eval())
     trainer = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False)
     batches = trainer.predict(model, datamodule=datamodule)

@@ -110,6 +110,28 @@ def test_predictor_retrieves_with_the_trained_or_the_base_query_encoder(cgr_run)
         cgr.Predictor.from_checkpoint(path, query_encoder="frozen")
 
 
+def test_cgr_eval_with_the_base_query_encoder_scores_like_the_predictor(cgr_run, tmp_path, capsys):
+    import json
+
+    import cgr
+
+    path = cgr_run / "ckpt" / "best.ckpt"
+    out = tmp_path / "base.jsonl"
+    argv = ["eval", "--checkpoint", str(path), "--out", str(out), "--query-encoder", "base"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("accuracy: ")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    base = cgr.Predictor.from_checkpoint(path, query_encoder="base")
+    predictions = base.predict_file(SAMPLE / "dev.jsonl")
+    for p, r in zip(predictions, rows, strict=True):
+        assert [c.score for c in p.choices] == pytest.approx(
+            [c["score"] for c in r["choices"]], abs=1e-4
+        )
+    with pytest.raises(SystemExit) as bad:
+        main(["eval", "--checkpoint", str(path), "--query-encoder", "frozen"])
+    assert bad.value.code == 2
+
+
 def test_query_encoder_learns_from_the_chain_losses(tmp_path):
     from cgr.chains.search import Chain
     from cgr.reader.examples import ReaderExample
