@@ -21,7 +21,12 @@ import torch
 from cgr.data.loaders import load_multiple_choice
 from cgr.data.records import Choice, Question
 from cgr.errors import ConfigError
-from cgr.evaluation.predict import data_settings, load_module, module_class
+from cgr.evaluation.predict import (
+    data_settings,
+    load_module,
+    module_class,
+    uses_trained_query_encoder,
+)
 from cgr.evaluation.prediction import Prediction
 from cgr.evidence.pipeline import EvidencePipeline
 from cgr.reader.examples import ReaderExample
@@ -68,20 +73,19 @@ class Predictor:
         device: str | None = None,
         chains: bool | None = None,
         batch_size: int = 16,
-        query_encoder: str = "trained",
+        query_encoder: str = "auto",
     ) -> Predictor:
         """Loads with `weights_only=True` (a crafted pickle is refused). `chains=False` reads the
-        plain pool instead of Ê; None keeps the checkpoint's setting. `query_encoder="base"`:
-        a CGR checkpoint retrieves with the untrained encoder it started from (an ablation of
-        its trained query encoder); "trained" (the default) is what `cgr eval` does."""
-        if query_encoder not in {"trained", "base"}:
-            raise ConfigError(f"query_encoder must be 'trained' or 'base', not {query_encoder!r}")
+        plain pool instead of Ê; None keeps the checkpoint's setting. `query_encoder`: a CGR
+        checkpoint retrieves with its "trained" query encoder, the "base" one it started from,
+        or ("auto", as `cgr eval`) the one its reader's training evidence came from."""
         checkpoint = read_checkpoint(path)
+        trained_encoder = uses_trained_query_encoder(checkpoint, query_encoder)
         pipeline = EvidencePipeline.from_settings(data_settings(checkpoint), progress=False)
         if chains is not None:
             pipeline.chains.enabled = chains
         module = load_module(path, checkpoint, _device(device))
-        if hasattr(module, "query_encoder") and query_encoder == "trained":  # CGR
+        if hasattr(module, "query_encoder") and trained_encoder:  # CGR
             pipeline.use_query_encoder(module.query_encoder.eval())
         return cls(module, pipeline, batch_size)
 

@@ -75,9 +75,10 @@ def evaluate_command(argv: list[str]) -> int:
     parser.add_argument("--no-chains", action="store_true", help="read the plain pool, not Ê")
     parser.add_argument(
         "--query-encoder",
-        choices=["trained", "base"],
-        default="trained",
-        help="CGR: retrieve with the trained query encoder or the one it started from",
+        choices=["auto", "trained", "base"],
+        default="auto",
+        help="CGR: retrieve with the trained query encoder, the one it started from, or (auto) "
+        "the one the reader's training evidence came from (base until a refresh ran)",
     )
     args = parser.parse_args(argv)
     result = evaluate(

@@ -32,6 +32,26 @@ def data_settings(checkpoint: dict) -> dict:
     return hparams
 
 
+QUERY_ENCODERS = ("auto", "trained", "base")
+
+
+def uses_trained_query_encoder(checkpoint: dict, query_encoder: str = "auto") -> bool:
+    """Whether a CGR checkpoint retrieves with its trained query encoder or the base one it
+    started from. "auto": the encoder the reader's training evidence came from at the epoch
+    the checkpoint was saved (trained once a refresh re-retrieved that evidence with it, base
+    before; a one-epoch run never refreshes). The checkpoint's val/acc was measured the same way."""
+    from cgr.training.callbacks import training_evidence_refreshed
+
+    if query_encoder not in QUERY_ENCODERS:
+        raise ConfigError(
+            f"query_encoder must be one of {', '.join(QUERY_ENCODERS)}, not {query_encoder!r}"
+        )
+    if query_encoder != "auto":
+        return query_encoder == "trained"
+    every_n = (checkpoint.get("hyper_parameters") or {}).get("refresh_evidence_every_n_epochs", 1)
+    return training_evidence_refreshed(int(checkpoint.get("epoch", 0)), int(every_n or 0))
+
+
 def _datamodule_from_checkpoint(
     checkpoint: dict, data_file: str | None, no_chains: bool = False, **overrides
 ) -> QADataModule:
@@ -136,13 +156,12 @@ def evaluate(
     batch_size: int | None = None,
     export_dir: str | None = None,
     no_chains: bool = False,
-    query_encoder: str = "trained",
+    query_encoder: str = "auto",
 ) -> EvalResult:
-    """`query_encoder="base"`: a CGR checkpoint retrieves with the encoder it started from, the
-    one its training evidence came from when no refresh ran (one epoch); see README."""
-    if query_encoder not in {"trained", "base"}:
-        raise ConfigError(f"query_encoder must be 'trained' or 'base', not {query_encoder!r}")
+    """`query_encoder`: which encoder a CGR checkpoint retrieves with ("auto", "trained" or
+    "base"; see `uses_trained_query_encoder` and README)."""
     checkpoint = read_checkpoint(checkpoint_path)
+    trained_encoder = uses_trained_query_encoder(checkpoint, query_encoder)
     datamodule = _datamodule_from_checkpoint(
         checkpoint, data_file, eval_batch_size=batch_size, no_chains=no_chains
     )
@@ -156,7 +175,7 @@ def evaluate(
     if export_dir:
         require_writable_dir(export_dir, "--export-dir")
     model = load_module(checkpoint_path, checkpoint)
-    if hasattr(model, "query_encoder") and query_encoder == "trained":  # CGR
+    if hasattr(model, "query_encoder") and trained_encoder:  # CGR
         datamodule.use_query_encoder(model.query_encoder.eval())
     trainer = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False)
     batches = trainer.predict(model, datamodule=datamodule)

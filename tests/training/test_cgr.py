@@ -78,8 +78,9 @@ def test_checkpoint_holds_the_query_encoder_and_eval_uses_it(cgr_run, tmp_path, 
     )
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("accuracy: ")
-    # best.ckpt was chosen on dev evidence retrieved with its own query encoder, which is what
-    # `cgr eval` reads: its val/acc is the accuracy eval prints
+    # best.ckpt was chosen on dev evidence retrieved with the query encoder `cgr eval` picks
+    # by default ("auto": the trained one once the training evidence was refreshed with it, the
+    # base one before): its val/acc is the accuracy eval prints
     best = torch.load(cgr_run / "ckpt" / "best.ckpt", map_location="cpu", weights_only=False)
     score = next(
         v
@@ -94,8 +95,12 @@ def test_predictor_retrieves_with_the_trained_or_the_base_query_encoder(cgr_run)
     from cgr.data.loaders import load_multiple_choice
 
     path = cgr_run / "ckpt" / "best.ckpt"
-    trained = cgr.Predictor.from_checkpoint(path)
+    trained = cgr.Predictor.from_checkpoint(path, query_encoder="trained")
     base = cgr.Predictor.from_checkpoint(path, query_encoder="base")
+    auto = cgr.Predictor.from_checkpoint(path)
+    epoch = torch.load(path, map_location="cpu", weights_only=True)["epoch"]
+    auto_is_trained = auto.pipeline.retriever.encoder.model is auto.module.query_encoder
+    assert auto_is_trained is (epoch >= 1)  # refreshed after epoch 1 (of 2)
     assert trained.pipeline.retriever.encoder.model is trained.module.query_encoder
     assert base.pipeline.retriever.encoder.model is not base.module.query_encoder
     questions = load_multiple_choice(SAMPLE / "dev.jsonl")[:3]
