@@ -70,6 +70,28 @@ def tag(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> str:
     return f"cgr_ablations-{dataset}-{row}-q{budget.train_questions}-e{budget.epochs}-l{budget.max_length}-s{seed}"
 
 
+def mean_std(accuracies: list[float]) -> str:
+    acc = [100 * a for a in accuracies]
+    return f"{statistics.mean(acc):.1f}" + (
+        f" ± {statistics.stdev(acc):.1f}" if len(acc) > 1 else ""
+    )
+
+
+def reread_rows(dataset: str, row: str, seeds: list[int], budget: argparse.Namespace) -> list[list]:
+    """A CGR row's checkpoints re-read with each query encoder by benchmarks/cgr_evidence.py
+    (its `<encoder>_chains` variants), where saved: the same best.ckpt, dev evidence retrieved
+    with the trained or the base encoder (`cgr eval --query-encoder trained|base`)."""
+    rows = []
+    for encoder in ("trained", "base"):
+        found = [r for s in seeds
+                 if (r := load_result(f"cgr_evidence-{tag(dataset, row, s, budget)}-{encoder}_chains"))]  # fmt: skip
+        if found:
+            accuracy = [r["accuracy"] / 100 for r in found]
+            rows.append([f"{ROWS[row][0]}, best.ckpt re-read with the {encoder} query encoder",
+                         mean_std(accuracy), len(found), "–", "–"])  # fmt: skip
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dataset", default="obqa", choices=list(CONFIGS))
@@ -92,6 +114,8 @@ def main() -> None:
                 if load_result(name) and not args.force:
                     continue
                 result = run_training(row_config(base, row, seed, budget), name)
+                if ROWS[row][1] == CGR:  # `cgr train` evaluates with the default encoder choice;
+                    result["query_encoder"] = "auto"  # saved results without the key: "trained"
                 save_result(
                     name, {"row": ROWS[row][0], "seed": seed, "budget": vars(budget), **result}
                 )
@@ -102,13 +126,15 @@ def main() -> None:
     table, speeds = [], {}
     for row in ROWS:
         runs = [r for s in args.seeds if (r := load_result(tag(args.dataset, row, s, budget)))]
-        if not runs:
-            continue
-        acc = [100 * r["accuracy"] for r in runs]
-        spread = f" ± {statistics.stdev(acc):.1f}" if len(acc) > 1 else ""
-        speeds[row] = statistics.mean(r["questions_per_s"] or float("nan") for r in runs)
-        table.append([ROWS[row][0], f"{statistics.mean(acc):.1f}{spread}", len(runs), f"{speeds[row]:.2f}",
-                      f"{statistics.mean(r['minutes'] for r in runs):.1f}"])  # fmt: skip
+        for encoder in sorted({r.get("query_encoder", "trained") for r in runs}):
+            group = [r for r in runs if r.get("query_encoder", "trained") == encoder]
+            label = ROWS[row][0]
+            if ROWS[row][1] == CGR:
+                label += f" (eval: {encoder} query encoder)"
+            speeds[row] = statistics.mean(r["questions_per_s"] or float("nan") for r in group)
+            table.append([label, mean_std([r["accuracy"] for r in group]), len(group), f"{speeds[row]:.2f}",
+                          f"{statistics.mean(r['minutes'] for r in group):.1f}"])  # fmt: skip
+        table += reread_rows(args.dataset, row, args.seeds, budget)
     print(f"{args.dataset} dev accuracy (%), MiniLM reader and retriever; budget: "
           f"{args.train_questions or 'all'} train questions x {args.epochs} epoch(s), max length {args.max_length}; "
           f"seeds {args.seeds}; {machine()}")  # fmt: skip
