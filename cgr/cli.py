@@ -56,7 +56,7 @@ def _resume_from(cli) -> str | None:
 
 
 def evaluate_command(argv: list[str]) -> int:
-    from cgr.evaluation.predict import evaluate
+    from cgr.evaluation.predict import QUERY_ENCODERS, evaluate
 
     parser = argparse.ArgumentParser(
         prog="cgr eval", description="Score a question file with a checkpoint.", allow_abbrev=False
@@ -75,7 +75,7 @@ def evaluate_command(argv: list[str]) -> int:
     parser.add_argument("--no-chains", action="store_true", help="read the plain pool, not Ê")
     parser.add_argument(
         "--query-encoder",
-        choices=["auto", "trained", "base"],
+        choices=QUERY_ENCODERS,
         default="auto",
         help="CGR: retrieve with the trained query encoder, the one it started from, or (auto) "
         "the one the reader's training evidence came from (base until a refresh ran)",
