@@ -56,6 +56,7 @@ SETTINGS = {
     "dense_l256": ("dense, max length 256", "dense", False, {}, {"max_length": 256}),
     "dense_lr2e-5": ("dense, lr 2e-5", "dense", False, {}, {"lr": 2e-5}),
     "dense_lr1e-4": ("dense, lr 1e-4", "dense", False, {}, {"lr": 1e-4}),
+    "none_lr1e-4": ("no facts, lr 1e-4", "none", False, {}, {"lr": 1e-4}),
     "dense_warmup0": ("dense, no warm-up", "dense", False, {}, {"warmup_ratio": 0.0}),
     "dense_warmup20": ("dense, warm-up 20 %", "dense", False, {}, {"warmup_ratio": 0.2}),
     "dense_mpnet": ("dense, one step; mpnet reader", "dense", False, {}, {"reader_model": "mpnet"}),
