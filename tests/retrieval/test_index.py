@@ -85,3 +85,29 @@ def test_a_truncated_or_mismatched_index_file_is_rebuilt_not_used(tmp_path, capl
     calls.clear()
     FaissIndex.load_or_build(tmp_path, lambda: calls.append(1) or vectors, spec, use_gpu=False)
     assert calls == [1]
+
+
+SAVE_MANY = """
+import sys
+import numpy as np
+from cgr.retrieval.index import IndexSpec, _save, build_cpu_index
+spec = IndexSpec("flat")
+index = build_cpu_index(np.ones((2000, 64), dtype="float32"), spec)
+for _ in range(40):
+    _save(__import__("pathlib").Path(sys.argv[1]), index, spec)
+"""
+
+
+def test_two_processes_saving_the_same_index_both_succeed(tmp_path):
+    """DDP ranks build the same index beside each other; each writes its own partial file."""
+    import subprocess
+    import sys
+
+    name = f"index-flat-{IndexSpec('flat').key()}"
+    path = tmp_path / f"{name}.faiss"
+    procs = [subprocess.Popen([sys.executable, "-c", SAVE_MANY, str(path)], stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]  # fmt: skip
+    errors = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errors
+    assert FaissIndex.load_or_build(tmp_path, _never, IndexSpec("flat"), use_gpu=False).size == 2000
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{name}.faiss", f"{name}.json"]
