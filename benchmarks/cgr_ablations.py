@@ -8,6 +8,7 @@ so the table can be filled over several sessions; the table prints mean ± std o
     .venv/bin/python benchmarks/cgr_ablations.py --rows reader iterative cgr --seeds 1 2
     .venv/bin/python benchmarks/cgr_ablations.py --table
     .venv/bin/python benchmarks/cgr_ablations.py --dataset arc_challenge --rows iterative cgr
+    .venv/bin/python benchmarks/cgr_ablations.py --train-questions 0 --lr 1e-4 --rows reader iterative
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def row_config(base: dict, row: str, seed: int, budget: argparse.Namespace) -> d
     config["trainer"]["max_epochs"] = budget.epochs
     init = {k: v for k, v in config["model"]["init_args"].items() if k in READER_ARGS}
     init["max_length"] = budget.max_length
+    if budget.lr:  # the reader's (and CGR's query encoder's, retriever_lr null) learning rate
+        init["lr"] = float(budget.lr)
     if model_class == CGR:
         init.update({k: k not in off for k in LOSSES})
     config["model"] = {"class_path": model_class, "init_args": init}
@@ -67,7 +70,19 @@ def row_config(base: dict, row: str, seed: int, budget: argparse.Namespace) -> d
 
 
 def tag(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> str:
-    return f"cgr_ablations-{dataset}-{row}-q{budget.train_questions}-e{budget.epochs}-l{budget.max_length}-s{seed}"
+    lr = f"-lr{budget.lr}" if budget.lr else ""  # runs at the config's lr keep their old names
+    return f"cgr_ablations-{dataset}-{row}-q{budget.train_questions}-e{budget.epochs}-l{budget.max_length}{lr}-s{seed}"
+
+
+def learning_rate(text: str) -> str:
+    """Kept as typed (it names the result files), checked to be a positive number."""
+    try:
+        ok = float(text) > 0
+    except ValueError:
+        ok = False
+    if not ok:
+        raise argparse.ArgumentTypeError(f"--lr {text!r}: expected a positive number such as 1e-4")
+    return text
 
 
 def mean_std(accuracies: list[float]) -> str:
@@ -100,11 +115,16 @@ def main() -> None:
     parser.add_argument("--train-questions", type=int, default=1000, help="0: the whole train set")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--lr", type=learning_rate, default=None,
+                        help="e.g. 1e-4 (default: the config's); runs are saved under their own names")  # fmt: skip
     parser.add_argument("--force", action="store_true", help="re-run rows that have a result")
     parser.add_argument("--table", action="store_true", help="only print the table")
     args = parser.parse_args()
     budget = argparse.Namespace(
-        train_questions=args.train_questions, epochs=args.epochs, max_length=args.max_length
+        train_questions=args.train_questions,
+        epochs=args.epochs,
+        max_length=args.max_length,
+        lr=args.lr,
     )
     base = train_config(CONFIGS[args.dataset])
     if not args.table:
@@ -136,7 +156,8 @@ def main() -> None:
                           f"{statistics.mean(r['minutes'] for r in group):.1f}"])  # fmt: skip
         table += reread_rows(args.dataset, row, args.seeds, budget)
     print(f"{args.dataset} dev accuracy (%), MiniLM reader and retriever; budget: "
-          f"{args.train_questions or 'all'} train questions x {args.epochs} epoch(s), max length {args.max_length}; "
+          f"{args.train_questions or 'all'} train questions x {args.epochs} epoch(s), max length {args.max_length}, "
+          f"lr {args.lr or 'from the config'}; "
           f"seeds {args.seeds}; {machine()}")  # fmt: skip
     print_table(["model", "dev accuracy", "seeds", "train questions/s", "minutes/run"], table)
     if "cgr" in speeds and "iterative" in speeds:
