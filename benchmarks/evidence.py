@@ -63,6 +63,13 @@ SETTINGS = {
     "none_mpnet": ("no facts; mpnet reader", "none", False, {}, {"reader_model": "mpnet"}),
     "beam": ("beam-iterative pool", "beam", False, {}, {}),
     "chains": ("Ê (chains, padded)", "beam", True, {}, {}),
+    # the open book's best N facts first (OBQA's gold facts are open-book sentences)
+    "beam_open_book3": ("beam pool, 3 open-book facts first", "beam", False, {"open_book_first": 3}, {}),
+    "beam_open_book5": ("beam pool, 5 open-book facts first", "beam", False, {"open_book_first": 5}, {}),
+    "beam_open_book10": ("beam pool, 10 open-book facts first", "beam", False, {"open_book_first": 10}, {}),
+    "chains_open_book5": ("Ê, then 5 open-book facts", "beam", True, {"open_book_first": 5}, {}),
+    "beam_open_book5_lr1e-4": ("beam pool, 5 open-book facts first, lr 1e-4", "beam", False,
+                               {"open_book_first": 5}, {"lr": 1e-4}),
     "gold": ("oracle: gold fact(s)", "gold", False, {}, {}),
 }  # fmt: skip
 DEFAULT_SETTINGS = ["none", "bm25", "dense", "beam", "chains", "gold"]

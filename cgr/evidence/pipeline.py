@@ -18,7 +18,7 @@ from cgr.data.hypothesis import HypothesisGenerator
 from cgr.data.records import Question
 from cgr.errors import ConfigError
 from cgr.evidence.pools import build_examples
-from cgr.evidence.selection import EvidenceConfig, select_evidence
+from cgr.evidence.selection import EvidenceConfig, select_evidence, text_key
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.factory import RetrievalConfig, build_retriever
 
@@ -51,6 +51,7 @@ class EvidencePipeline:
         self._hypotheses: HypothesisGenerator | None = None
         self._chain_builder: ChainBuilder | None = None
         self._relevance = None
+        self._open_book: frozenset[str] | None = None
         self._query_model = None  # a trained query encoder (CGR) replacing the configured one
 
     @classmethod
@@ -113,7 +114,8 @@ class EvidencePipeline:
         if self.evidence.order != "retrieval" and any(p for ex in examples for p in ex.pool):
             relevance = self._relevance_scorer()
         only_chain_facts = self.chains.enabled and not self.chains.pad_evidence
-        select_evidence(examples, self.evidence, self.max_evidence, relevance, only_chain_facts)
+        select_evidence(examples, self.evidence, self.max_evidence, relevance, only_chain_facts,
+                        self._open_book_keys())  # fmt: skip
         return examples
 
     def __call__(
@@ -131,6 +133,21 @@ class EvidencePipeline:
             if self._query_model is not None and hasattr(self._retriever, "encoder"):
                 self._retriever.encoder.model = self._query_model
         return self._retriever
+
+    def _open_book_keys(self) -> frozenset[str]:
+        """The open book's facts as text keys, when `evidence.open_book_first` asks for them."""
+        if not self.evidence.open_book_first or self.retrieval.method in {"none", "gold"}:
+            return frozenset()
+        if self._open_book is None:
+            if not self.retrieval.open_book:
+                raise ConfigError(
+                    "data.evidence.open_book_first needs data.retrieval.open_book (the open-book file)"
+                )
+            from cgr.data.corpus import Corpus
+
+            facts = Corpus.from_files([self.retrieval.open_book]).facts
+            self._open_book = frozenset(text_key(f.text) for f in facts)
+        return self._open_book
 
     def _relevance_scorer(self):
         if self._relevance is None:

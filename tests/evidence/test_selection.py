@@ -76,6 +76,32 @@ def test_bad_settings_are_refused():
         EvidenceConfig(order="random")
     with pytest.raises(ConfigError, match="shared_facts"):
         EvidenceConfig(shared_facts="dropp")
+    with pytest.raises(ConfigError, match="open_book_first"):
+        EvidenceConfig(open_book_first=-1)
+
+
+def test_open_book_first_offers_the_best_open_book_facts_first(relevance):
+    """By text, since the corpus can hold an open-book sentence (its fact then says "corpus")."""
+    pool = [fact("the moon orbits the earth", 0.9), fact("salt is a mineral", 0.8),
+            fact("Ice melts when it is warm", 0.3), fact("salt lowers the melting point of ice", 0.1),
+            RetrievedFact("ob", "rocks are hard", 0.2, source="open_book")]  # fmt: skip
+    book = frozenset({"salt lowers the melting point of ice", "ice melts when it is warm"})
+    ex = example([list(pool)])
+    select_evidence([ex], EvidenceConfig(order="retrieval", open_book_first=2), 5, open_book=book)
+    # the first two open-book facts in pool order (the retrieval order), then the pool as it was
+    assert [f.text[:9] for f in ex.facts[0]] == ["Ice melts", "salt lowe", "the moon ", "salt is a",
+                                                 "rocks are"]  # fmt: skip
+    ranked = example([list(pool)], chain_texts=[["salt is a mineral"]])
+    cfg = EvidenceConfig(order="question_choice", open_book_first=1)
+    select_evidence([ranked], cfg, 5, relevance, open_book=book)
+    # Ê first, then the open book's best fact for "What melts ice? salt", then the rest by relevance
+    assert [f.text for f in ranked.facts[0][:2]] == [
+        "salt is a mineral",
+        "salt lowers the melting point of ice",
+    ]
+    plain = example([list(pool)])
+    select_evidence([plain], EvidenceConfig(order="retrieval"), 5, open_book=book)
+    assert [f.score for f in plain.facts[0]] == [0.9, 0.8, 0.3, 0.1, 0.2]  # 0: off, pool order
 
 
 def test_gold_pools_read_gold_facts_and_need_some():
