@@ -4,6 +4,7 @@ import pytest
 
 from cgr.chains.builder import ChainConfig
 from cgr.errors import ConfigError
+from cgr.evidence.pipeline import EvidencePipeline
 from cgr.evidence.selection import EvidenceConfig
 from cgr.files import require_writable_dir, require_writable_file
 from cgr.ircot.commands import DemoConfig, GeneratorConfig
@@ -21,6 +22,9 @@ from cgr.retrieval.factory import RetrievalConfig
     (lambda: ChainConfig(max_chains=0), "data.chains.max_chains must be a number >= 1"),
     (lambda: ChainConfig(time_budget_s=0), "data.chains.time_budget_s must be > 0"),
     (lambda: EvidenceConfig(order="random"), "data.evidence.order must be one of"),
+    (lambda: EvidenceConfig(open_book_first=-2), "data.evidence.open_book_first must be a whole number >= 0"),
+    (lambda: EvidencePipeline(RetrievalConfig(method="dense", open_book=None), evidence=EvidenceConfig(open_book_first=5)),
+     "data.evidence.open_book_first needs data.retrieval.open_book"),
     (lambda: LoopConfig(reader="cott"), "loop.reader must be one of 'cot', 'direct', not 'cott'"),
     (lambda: LoopConfig(k=0), "loop.k must be a number >= 1"),
     (lambda: GeneratorConfig(dtype="float33"), "generator.dtype must be one of"),

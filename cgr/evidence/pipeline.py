@@ -44,6 +44,10 @@ class EvidencePipeline:
         self.retrieval = retrieval or RetrievalConfig()
         self.chains = chains or ChainConfig()
         self.evidence = evidence or EvidenceConfig()
+        if self._reads_pools() and self.evidence.open_book_first and not self.retrieval.open_book:
+            raise ConfigError(
+                "data.evidence.open_book_first needs data.retrieval.open_book (the open-book file)"
+            )
         self.max_evidence = max_evidence
         self.retrieval_batch_size = retrieval_batch_size
         self.progress = progress
@@ -134,15 +138,14 @@ class EvidencePipeline:
                 self._retriever.encoder.model = self._query_model
         return self._retriever
 
+    def _reads_pools(self) -> bool:
+        return self.retrieval.method not in {"none", "gold"}
+
     def _open_book_keys(self) -> frozenset[str]:
         """The open book's facts as text keys, when `evidence.open_book_first` asks for them."""
-        if not self.evidence.open_book_first or self.retrieval.method in {"none", "gold"}:
+        if not self.evidence.open_book_first or not self._reads_pools():
             return frozenset()
         if self._open_book is None:
-            if not self.retrieval.open_book:
-                raise ConfigError(
-                    "data.evidence.open_book_first needs data.retrieval.open_book (the open-book file)"
-                )
             from cgr.data.corpus import Corpus
 
             facts = Corpus.from_files([self.retrieval.open_book]).facts
