@@ -12,21 +12,31 @@ from typing import IO
 from cgr.errors import ConfigError
 
 
-def atomic_write(path: str | Path, write: Callable[[IO], None], binary: bool = False) -> Path:
-    """`write(f)` into a temporary file beside `path`, flushed to disk, then renamed over it:
-    readers (and DDP ranks writing the same file) see the old or the new file, never half."""
+def atomic_replace(path: str | Path, write_to: Callable[[Path], None]) -> Path:
+    """`write_to(tmp)` fills a temporary file beside `path` (named for this process), which is
+    then renamed over it: readers, and DDP ranks writing the same file, see the old or the new
+    file, never half of one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     try:
-        with tmp.open("wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
+        write_to(tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def atomic_write(path: str | Path, write: Callable[[IO], None], binary: bool = False) -> Path:
+    """`write(f)` into an open file, flushed to disk, then put in place by `atomic_replace`."""
+
+    def write_to(tmp: Path) -> None:
+        with tmp.open("wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+
+    return atomic_replace(path, write_to)
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:

@@ -132,7 +132,7 @@ class EvidencePipeline:
     @property
     def retriever(self):
         """The configured retriever (built on first use; None for `none` and `gold`)."""
-        if self._retriever is None and self.retrieval.method not in {"none", "gold"}:
+        if self._retriever is None and self._reads_pools():
             self._retriever = build_retriever(self.retrieval)
             if self._query_model is not None and hasattr(self._retriever, "encoder"):
                 self._retriever.encoder.model = self._query_model

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ import faiss
 import numpy as np
 
 from cgr.errors import ConfigError
-from cgr.files import atomic_write
+from cgr.files import atomic_replace, atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -150,14 +149,8 @@ def _description(path: Path, spec: IndexSpec, index: faiss.Index) -> dict:
 
 
 def _save(path: Path, index: faiss.Index, spec: IndexSpec) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # one partial file per process: DDP ranks build the same index beside each other
-    partial = path.with_name(f"{path.name}.partial{os.getpid()}")
-    try:
-        faiss.write_index(index, str(partial))
-        partial.replace(path)
-    finally:
-        partial.unlink(missing_ok=True)
+    # a temporary file per process: DDP ranks build the same index beside each other
+    atomic_replace(path, lambda tmp: faiss.write_index(index, str(tmp)))
     meta = json.dumps(_description(path, spec, index), indent=1)
     atomic_write(path.with_suffix(".json"), lambda f: f.write(meta + "\n"))
 
