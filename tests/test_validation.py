@@ -19,6 +19,8 @@ from cgr.retrieval.factory import RetrievalConfig
     (lambda: RetrievalConfig(use_gpu="maybe"), "data.retrieval.use_gpu must be one of"),
     (lambda: RetrievalConfig(index="ivf2"), "data.retrieval.index must be one of"),
     (lambda: RetrievalConfig(method="dense", corpus=[]), "data.retrieval.corpus is empty"),
+    (lambda: RetrievalConfig(index="ivfpq", index_rerank=-5), "data.retrieval.index_rerank must be a number >= 0"),
+    (lambda: RetrievalConfig(index="hnsw", index_ef_search=0), "data.retrieval.index_ef_search must be a number >= 1"),
     (lambda: ChainConfig(max_chains=0), "data.chains.max_chains must be a number >= 1"),
     (lambda: ChainConfig(time_budget_s=0), "data.chains.time_budget_s must be > 0"),
     (lambda: EvidenceConfig(order="random"), "data.evidence.order must be one of"),

@@ -42,8 +42,7 @@ def pool_cache_key(question_files: list[str], cfg: RetrievalConfig, extra: str =
         _file_digest(path, h)
     for path in [*cfg.corpus, *([cfg.open_book] if cfg.open_book else [])]:
         _file_digest(path, h)
-    settings = {k: v for k, v in asdict(cfg).items() if k not in {"cache_dir", "use_gpu"}}
-    h.update(json.dumps(settings, sort_keys=True).encode())
+    h.update(json.dumps(cfg.pool_settings(), sort_keys=True).encode())
     h.update(extra.encode())
     return h.hexdigest()[:20]
 

@@ -19,6 +19,7 @@ from cgr.data.corpus import Corpus
 from cgr.errors import CacheMismatchError
 from cgr.files import atomic_write
 from cgr.retrieval.encoders import TextEncoder
+from cgr.retrieval.index import ExactVectors
 
 
 def cache_folder(root: str | Path, model_name: str, corpus: Corpus) -> Path:
@@ -93,6 +94,23 @@ class EmbeddingCache:
                 f"({len(self.corpus)}, {dim}); delete that folder to rebuild it"
             )
         return vectors
+
+    def exact_vectors(self) -> ExactVectors:
+        """The cached vectors memory-mapped, not loaded (an approximate index re-ranks its
+        candidates with them); checked against the corpus size like `load`."""
+        missing = self.todo()
+        if missing:
+            raise CacheMismatchError(
+                f"embedding cache {self.folder} misses {len(missing)} of {self.num_chunks} chunks; "
+                "run `cgr encode` (or any dense retrieval) to write them"
+            )
+        chunks = [np.load(self._chunk_path(n), mmap_mode="r") for n in range(self.num_chunks)]
+        if sum(len(c) for c in chunks) != len(self.corpus):
+            raise CacheMismatchError(
+                f"embedding cache {self.folder} does not hold {len(self.corpus)} vectors; "
+                "delete that folder to rebuild it"
+            )
+        return ExactVectors(chunks)
 
     def load_or_build(self, encoder: TextEncoder, progress: bool = True) -> np.ndarray:
         """Encodes the missing chunks in this process (`cgr encode` spreads them over ranks)."""

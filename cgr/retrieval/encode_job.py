@@ -19,7 +19,7 @@ from cgr.data.corpus import Corpus
 from cgr.retrieval.embedding_cache import EmbeddingCache, cache_folder
 from cgr.retrieval.encoders import load_sentence_encoder
 from cgr.retrieval.factory import RetrievalConfig
-from cgr.retrieval.index import FaissIndex, IndexSpec
+from cgr.retrieval.index import FaissIndex
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def main(argv: list[str]) -> int:
     caches = encode_corpora(retrieval, trainer)
     if trainer.global_rank != 0:
         return 0
-    spec = IndexSpec(retrieval.index)
+    spec = retrieval.index_spec()
     for cache in caches:
         FaissIndex.load_or_build(cache.folder, cache.load, spec, use_gpu=False)
         print(f"{cache.folder}: {len(cache.corpus)} vectors and the {retrieval.index} index")

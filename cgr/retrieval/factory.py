@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from cgr.data.corpus import Corpus
@@ -36,6 +36,12 @@ class RetrievalConfig:
     open_book_first_hop: bool = True
     beam_score: Literal["sum", "last"] = "sum"
     index: Literal["flat", "ivf", "ivfpq", "hnsw"] = "flat"  # saved next to the embeddings
+    index_nlist: int = 1024  # IVF cells (~4-16 sqrt(corpus size), FAISS's rule of thumb)
+    index_nprobe: int = 32  # IVF cells searched per query
+    index_pq_m: int = 48  # PQ bytes per vector (ivfpq; divides the dimension)
+    index_hnsw_m: int = 32  # HNSW neighbours per node
+    index_ef_search: int = 16  # HNSW search depth (FAISS's default; higher: better recall)
+    index_rerank: int = 0  # approximate indexes: re-score this many candidates exactly
     use_gpu: Literal["auto", "true", "false"] = "auto"  # a string: "true" needs a GPU
     cache_dir: str = ".cache/cgr/embeddings"
     encode_batch_size: int = 64
@@ -49,10 +55,30 @@ class RetrievalConfig:
         for name in ("beam_size", "steps", "open_book_k", "encode_batch_size"):
             at_least(f"data.retrieval.{name}", getattr(self, name), 1)
         at_least("data.retrieval.max_query_length", self.max_query_length, 8)
+        self.index_spec()  # validates the index_* values
         if self.method not in {"none", "gold"} and not self.corpus:
             raise ConfigError(
                 f"data.retrieval.corpus is empty (method {self.method!r} needs facts)"
             )
+
+    def index_spec(self) -> IndexSpec:
+        return IndexSpec(
+            self.index,
+            nlist=self.index_nlist,
+            nprobe=self.index_nprobe,
+            pq_m=self.index_pq_m,
+            hnsw_m=self.index_hnsw_m,
+            ef_search=self.index_ef_search,
+            rerank=self.index_rerank,
+        )
+
+    def pool_settings(self) -> dict:
+        """The settings a retrieved pool depends on (its cache key): the index tuning only
+        when the index is approximate, so exact (flat) pools keep their keys."""
+        drop = {"cache_dir", "use_gpu"}
+        if self.index == "flat":
+            drop |= {k for k in asdict(self) if k.startswith("index_")}
+        return {k: v for k, v in asdict(self).items() if k not in drop}
 
 
 def _dense_source(
@@ -60,11 +86,13 @@ def _dense_source(
 ) -> SearchSource:
     folder = cache_folder(cfg.cache_dir, cfg.encoder, corpus)
     use_gpu: bool | str = {"true": True, "false": False}.get(str(cfg.use_gpu).lower(), "auto")
+    cache = EmbeddingCache(folder, cfg.encoder, corpus)
     index = FaissIndex.load_or_build(
         folder,
-        lambda: EmbeddingCache(folder, cfg.encoder, corpus).load_or_build(encoder),
-        IndexSpec(cfg.index),
+        lambda: cache.load_or_build(encoder),
+        cfg.index_spec(),
         use_gpu,
+        exact=cache.exact_vectors,
     )
     return SearchSource(name, corpus, index)
 

@@ -68,3 +68,27 @@ def test_open_book_seeds_the_first_hop(encoder, source):
     by_text = {f.text: f for f in pool}
     assert retriever.search_calls == 3  # corpus + open book at step 1, corpus at step 2
     assert SECOND_HOP in by_text and by_text[SECOND_HOP].step == 2
+
+
+def test_an_approximate_index_with_rerank_retrieves_like_flat_from_the_config(tmp_path, encoder):
+    """`data.retrieval.index: ivfpq` with `index_rerank`: the saved PQ index finds candidates,
+    the embedding cache's float vectors (memory-mapped) score them; on the sample corpus the
+    pools equal exact search's, scores included."""
+    from cgr.evidence.pools import pool_cache_key
+    from cgr.retrieval.factory import RetrievalConfig, build_retriever
+
+    corpus = ["data/sample/facts.txt", "data/sample/openbook.txt"]  # PQ trains on >= 256
+    flat = RetrievalConfig(method="dense", corpus=corpus, cache_dir=str(tmp_path))
+    pq = RetrievalConfig(method="dense", corpus=corpus, cache_dir=str(tmp_path), index="ivfpq",
+                         index_nlist=4, index_nprobe=4, index_pq_m=8, index_rerank=40)  # fmt: skip
+    hypotheses = ["a solar panel makes electricity from sunlight", "an animal needs food"]
+    exact = build_retriever(flat).retrieve(hypotheses, 5)
+    reranked = build_retriever(pq).retrieve(hypotheses, 5)
+    compressed = build_retriever(RetrievalConfig(**{**pq.__dict__, "index_rerank": 0}))
+    assert [texts(p) for p in compressed.retrieve(hypotheses, 5)] != [texts(p) for p in exact]
+    assert [texts(p) for p in reranked] == [texts(p) for p in exact]
+    for a, b in zip(reranked, exact, strict=True):
+        assert [f.score for f in a] == pytest.approx([f.score for f in b], abs=1e-5)
+    # index tuning is part of an approximate pool's cache key, not of an exact one
+    assert pool_cache_key([], pq) != pool_cache_key([], RetrievalConfig(**{**pq.__dict__, "index_rerank": 0}))
+    assert pool_cache_key([], flat) == pool_cache_key([], RetrievalConfig(**{**flat.__dict__, "index_nprobe": 4}))

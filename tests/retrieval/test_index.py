@@ -111,3 +111,67 @@ def test_two_processes_saving_the_same_index_both_succeed(tmp_path):
     assert [p.returncode for p in procs] == [0, 0], errors
     assert FaissIndex.load_or_build(tmp_path, _never, IndexSpec("flat"), use_gpu=False).size == 2000
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"{name}.faiss", f"{name}.json"]
+
+
+def clustered_vectors(n=3000, dim=32, seed=4):
+    """Near neighbours that PQ's compressed distances reorder: tight groups of 10."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(n // 10, dim)).astype("float32")
+    v = np.repeat(centres, 10, axis=0) + 0.15 * rng.normal(size=(n, dim)).astype("float32")
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_rerank_gives_the_exact_top_k_from_vectors_on_disk(tmp_path):
+    """IVF-PQ alone reorders close neighbours; re-scoring its 50 best candidates with the float
+    vectors (memory-mapped chunk files, as in the embedding cache) gives exact scores and,
+    here, the exact top 10."""
+    from cgr.retrieval.index import ExactVectors
+
+    vectors, queries = clustered_vectors(), clustered_vectors(20, seed=5)
+    for n, start in enumerate(range(0, len(vectors), 1024)):
+        np.save(tmp_path / f"chunk-{n}.npy", vectors[start : start + 1024])
+    chunks = [np.load(p, mmap_mode="r") for p in sorted(tmp_path.glob("chunk-*.npy"))]
+    params = dict(kind="ivfpq", nlist=16, nprobe=16, pq_m=4, use_gpu=False)
+    pq = FaissIndex(vectors, **params)
+    reranked = FaissIndex(vectors, exact=ExactVectors(chunks), rerank=50, **params)
+    exact = np.argsort(-(queries @ vectors.T), axis=1)[:, :10]
+
+    def overlap(found):
+        return np.mean([len(set(f) & set(e)) / 10 for f, e in zip(found, exact, strict=True)])
+
+    scores, positions = reranked.search(queries, 10)
+    assert overlap(positions) == 1.0 > overlap(pq.search(queries, 10)[1])
+    assert np.allclose(scores, np.take_along_axis(queries @ vectors.T, positions, 1), atol=1e-5)
+    assert (np.diff(scores, axis=1) <= 1e-6).all()  # best first
+
+
+def test_exact_vectors_take_rows_across_chunks_in_the_given_order():
+    from cgr.retrieval.index import ExactVectors
+
+    vectors = unit_vectors(10, dim=4)
+    exact = ExactVectors([vectors[:4], vectors[4:8], vectors[8:]])
+    positions = np.array([9, 0, 5, 4, 9, 3])
+    assert len(exact) == 10
+    assert np.array_equal(exact.take(positions), vectors[positions])
+
+
+def test_rerank_without_vectors_and_bad_search_settings_are_config_errors():
+    with pytest.raises(ConfigError, match="rerank needs the float vectors"):
+        FaissIndex(unit_vectors(200), kind="ivf", nlist=4, rerank=10, use_gpu=False)
+    with pytest.raises(ConfigError, match="index_rerank"):
+        IndexSpec("ivfpq", rerank=-1)
+    with pytest.raises(ConfigError, match="index_nprobe"):
+        IndexSpec("ivf", nprobe=0)
+    with pytest.raises(ConfigError, match="at least 256 vectors, not 200: use flat"):
+        FaissIndex(unit_vectors(200), kind="ivfpq", nlist=2, pq_m=8, use_gpu=False)
+
+
+def test_search_settings_are_applied_after_loading_and_not_part_of_the_file_key(tmp_path):
+    vectors = unit_vectors(500)
+    spec = IndexSpec("hnsw", ef_search=64)
+    FaissIndex.load_or_build(tmp_path, lambda: vectors, IndexSpec("hnsw"), use_gpu=False)
+    loaded = FaissIndex.load_or_build(tmp_path, _never, spec, use_gpu=False)  # same file
+    assert loaded.index.hnsw.efSearch == 64
+    ivf = IndexSpec("ivf", nlist=8, nprobe=3)
+    FaissIndex.load_or_build(tmp_path, lambda: vectors, ivf, use_gpu=False)
+    assert FaissIndex.load_or_build(tmp_path, _never, ivf, use_gpu=False).index.nprobe == 3
