@@ -6,8 +6,11 @@ library with AVX2 support", which reads like a generic build. faiss-cpu <= 1.12 
 generic / AVX2 / AVX512 modules. Each version is installed into .cache/cgr/faiss-VERSION
 (`pip install --target`, no dependencies) and timed in its own process on the same vectors:
 flat and IVF search of 1,000 queries at batch 64 over 200k 384-d vectors, both cores.
+`--opt-levels generic avx2 avx512` also times each SIMD module of a version that ships them
+(FAISS's loader takes the one named by FAISS_OPT_LEVEL); the CPU model is part of each row,
+since the project's machines differ (an AMD EPYC with AVX2 only, an Intel Xeon with AVX512).
 
-    .venv/bin/python benchmarks/faiss_builds.py [--versions 1.15.1 1.12.0]
+    .venv/bin/python benchmarks/faiss_builds.py [--versions 1.15.1 1.12.0] [--opt-levels avx2 avx512]
 """
 
 from __future__ import annotations
@@ -57,35 +60,40 @@ def install(version: str) -> Path:
     return target
 
 
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--versions", nargs="+", default=["1.15.1", "1.12.0"])
+    parser.add_argument("--opt-levels", nargs="*", default=[""],
+                        help="FAISS_OPT_LEVEL values to time (generic, avx2, avx512); '' = the loader's choice")  # fmt: skip
     parser.add_argument("--force", action="store_true")
     args = parser.parse_args()
     rows = []
     for version in args.versions:
-        name = f"faiss_builds-{version}"
-        row = None if args.force else load_result(name)
-        if row is None:
-            env = {**os.environ, "PYTHONPATH": str(install(version))}
-            out = subprocess.run(
-                [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True
-            )
-            row = {**json.loads(out.stdout.strip().splitlines()[-1]), "machine": machine()}
-            save_result(name, row)
-        rows.append([row["version"], row["compile"], ", ".join(row["loaded"]), row["flat_queries_per_s"],
-                     row["ivf_queries_per_s"]])  # fmt: skip
+        for level in args.opt_levels:
+            name = f"faiss_builds-{version}" + (f"-{level}" if level else "")
+            row = None if args.force else load_result(name)
+            if row is None:
+                env = {**os.environ, "PYTHONPATH": str(install(version))}
+                if level:
+                    env["FAISS_OPT_LEVEL"] = level
+                out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
+                                     text=True, check=True)  # fmt: skip
+                row = {**json.loads(out.stdout.strip().splitlines()[-1]), "machine": machine(),
+                       "cpu": cpu_model(), "opt_level": level}  # fmt: skip
+                save_result(name, row)
+            rows.append([row["version"], row.get("opt_level") or "(default)", row.get("cpu", "AMD EPYC"),
+                         row["compile"], ", ".join(row["loaded"]), row["flat_queries_per_s"],
+                         row["ivf_queries_per_s"]])  # fmt: skip
     print(f"faiss-cpu builds: 200k x 384-d, 1,000 queries at batch 64, top 10; {machine()}")
-    print_table(
-        [
-            "faiss-cpu",
-            "compile options",
-            "SWIG module loaded",
-            "flat queries/s",
-            "IVF1024 nprobe 32 queries/s",
-        ],
-        rows,
-    )
+    print_table(["faiss-cpu", "FAISS_OPT_LEVEL", "CPU", "compile options", "SWIG module loaded",
+                 "flat queries/s", "IVF1024 nprobe 32 queries/s"], rows)  # fmt: skip
 
 
 if __name__ == "__main__":
