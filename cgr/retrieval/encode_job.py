@@ -66,6 +66,10 @@ def encode_corpora(cfg: RetrievalConfig, trainer: pl.Trainer) -> list[EmbeddingC
     done = sum(c.num_chunks for c in caches) - len(items)
     log.info("encoding %d chunks of %d facts (%d already cached)", len(items), chunk_size, done)
     if items:
+        # Lightning's predict sampler needs an item on every rank: with fewer chunks to write than
+        # ranks (a small corpus, or a resumed job), some chunks are encoded twice; both ranks
+        # write the same bytes, each through its own temporary file
+        items = [items[i % len(items)] for i in range(max(len(items), trainer.world_size))]
         module = CorpusEncodingModule(
             cfg.encoder, caches, cfg.encode_batch_size, cfg.max_query_length
         )

@@ -52,6 +52,16 @@ def test_two_processes_write_the_vectors_one_process_writes(tmp_path):
     assert "encoding 0 chunks" in again.stderr and "loaded the flat index" in again.stderr
 
 
+def test_fewer_chunks_than_processes_still_encode(tmp_path):
+    """One chunk to write and two ranks (a small corpus, or a job resumed with one chunk left):
+    Lightning's predict sampler needs an item per rank, so the chunk is encoded by both."""
+    result = encode(
+        tmp_path, "trainer.devices=2", "trainer.strategy=ddp", "data.retrieval.open_book=null"
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert len(chunks(tmp_path)) == 1 and "encoding 1 chunks" in result.stderr
+
+
 def test_a_cache_written_for_another_corpus_is_refused(tmp_path):
     assert encode(tmp_path).returncode == 0
     meta = next(tmp_path.rglob("meta.json"))
