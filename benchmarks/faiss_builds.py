@@ -82,7 +82,7 @@ def main() -> None:
             if row is None:
                 env = {**os.environ, "PYTHONPATH": str(install(version))}
                 if level:
-                    env["FAISS_OPT_LEVEL"] = level
+                    env["FAISS_OPT_LEVEL"] = level.upper()  # the loader compares "AVX2" as is
                 out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
                                      text=True, check=True)  # fmt: skip
                 row = {**json.loads(out.stdout.strip().splitlines()[-1]), "machine": machine(),
