@@ -90,5 +90,9 @@ def test_an_approximate_index_with_rerank_retrieves_like_flat_from_the_config(tm
     for a, b in zip(reranked, exact, strict=True):
         assert [f.score for f in a] == pytest.approx([f.score for f in b], abs=1e-5)
     # index tuning is part of an approximate pool's cache key, not of an exact one
-    assert pool_cache_key([], pq) != pool_cache_key([], RetrievalConfig(**{**pq.__dict__, "index_rerank": 0}))
-    assert pool_cache_key([], flat) == pool_cache_key([], RetrievalConfig(**{**flat.__dict__, "index_nprobe": 4}))
+    assert pool_cache_key([], pq) != pool_cache_key(
+        [], RetrievalConfig(**{**pq.__dict__, "index_rerank": 0})
+    )
+    assert pool_cache_key([], flat) == pool_cache_key(
+        [], RetrievalConfig(**{**flat.__dict__, "index_nprobe": 4})
+    )
