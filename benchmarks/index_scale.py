@@ -140,8 +140,9 @@ def run_row(
     build_s = time.perf_counter() - start if built else None
     if index_spec.rerank and not (folder / "vectors.npy").exists():
         np.save(folder / "vectors.npy", vectors)
-    np.save(folder / "queries.npy", queries)
-    np.save(folder / "exact.npy", exact)
+    for file, array in (("queries.npy", queries), ("exact.npy", exact)):
+        if not (folder / file).exists():  # one size's rows share them
+            np.save(folder / file, array)
     probe = subprocess.run([sys.executable, __file__, "--probe", str(folder), json.dumps(spec)],
                            capture_output=True, text=True, check=True)  # fmt: skip
     row = json.loads(probe.stdout.strip().splitlines()[-1])

@@ -61,6 +61,11 @@ class IndexSpec:
             at_least(f"data.retrieval.index_{name}", getattr(self, name), 1)
         at_least("data.retrieval.index_rerank", self.rerank, 0)
 
+    @property
+    def candidates_reranked(self) -> int:
+        """`rerank`, or 0 for a flat index, whose scores are exact already."""
+        return self.rerank if self.kind != "flat" else 0
+
     def built(self) -> dict:
         """The settings the built index depends on (the others are chosen at search time)."""
         return {k: v for k, v in asdict(self).items() if k not in SEARCH_TIME}
@@ -132,7 +137,7 @@ class FaissIndex:
             index, self.on_gpu = _to_gpus(index, spec.kind)
         self.index = index
         self.size = index.ntotal
-        self.rerank = spec.rerank if spec.kind != "flat" else 0  # flat scores are exact already
+        self.rerank = spec.candidates_reranked
         if self.rerank and exact is None:
             raise ConfigError("index rerank needs the float vectors (exact=...) to score with")
         if self.rerank and len(exact) != self.size:
@@ -165,8 +170,8 @@ class FaissIndex:
         else:
             log.info("loaded the %s index from %s", spec.kind, path)
         self = cls.__new__(cls)
-        reranking = spec.rerank and spec.kind != "flat"
-        self._place(index, spec, use_gpu, exact() if reranking and exact else None)
+        reranking = spec.candidates_reranked and exact is not None
+        self._place(index, spec, use_gpu, exact() if reranking else None)
         return self
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
