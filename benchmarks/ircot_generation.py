@@ -31,7 +31,7 @@ DATA = "../shared/data/hotpotqa/ircot_processed_dev_subsampled.jsonl"
 # (backend, batch size, reuse prefix cache, weights)
 SETTINGS = [("transformers", 1, False, "float32"), ("transformers", 8, False, "float32"),
             ("transformers", 1, True, "float32"), ("transformers", 8, True, "float32"),
-            ("transformers", 8, True, "bfloat16"), ("ctranslate2", 1, True, "int8"),
+            ("transformers", 8, True, "bfloat16"), ("transformers", 1, True, "int8"), ("ctranslate2", 1, True, "int8"),
             ("llamacpp", 1, True, "GGUF Q4_1")]  # fmt: skip
 
 
@@ -64,9 +64,14 @@ def main() -> None:
     for backend, batch_size, reuse, weights in SETTINGS:
         if backend not in args.backends:
             continue
-        dtype = weights if backend == "transformers" else "float32"
+        dtype = (
+            weights
+            if backend == "transformers" and weights in ("float32", "bfloat16")
+            else "float32"
+        )
+        quantize = "int8" if backend == "transformers" and weights == "int8" else "none"
         gen = build_generator(GeneratorConfig(backend=backend, max_new_tokens=max_new, batch_size=batch_size,
-                                              reuse_prefix_cache=reuse, dtype=dtype))  # fmt: skip
+                                              reuse_prefix_cache=reuse, dtype=dtype, quantize=quantize))  # fmt: skip
         shared = prefix if reuse else None
         gen.generate(prompts[:1], stop="none", max_new_tokens=1, prefix=shared)  # warm-up
         start = time.perf_counter()

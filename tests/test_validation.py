@@ -30,6 +30,8 @@ from cgr.retrieval.factory import RetrievalConfig
     (lambda: LoopConfig(reader="cott"), "loop.reader must be one of 'cot', 'direct', not 'cott'"),
     (lambda: LoopConfig(k=0), "loop.k must be a number >= 1"),
     (lambda: GeneratorConfig(dtype="float33"), "generator.dtype must be one of"),
+    (lambda: GeneratorConfig(quantize="int4"), "generator.quantize must be one of"),
+    (lambda: GeneratorConfig(quantize="int8", backend="llamacpp"), "generator.quantize int8 is for the transformers"),
     (lambda: DemoConfig(distractors=-1), "demos.distractors must be a number >= 0"),
 ])  # fmt: skip
 def test_bad_values_are_named(make, message):

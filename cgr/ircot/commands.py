@@ -12,7 +12,7 @@ from typing import Literal
 
 from cgr.data.loaders import parse_open_question, read_utf8, require_file
 from cgr.data.records import OpenQuestion
-from cgr.errors import DataFormatError
+from cgr.errors import ConfigError, DataFormatError
 from cgr.files import atomic_write_text, require_writable_dir
 from cgr.ircot.loop import METHODS, IRCoTRunner, LoopConfig
 from cgr.validation import at_least, one_of, parsed
@@ -35,6 +35,9 @@ class GeneratorConfig:
     # transformers: keep the caches of the last N prompts, so a question's next step encodes only
     # what its previous prompt did not hold; prompts then go one at a time (0: batches)
     history_cache: int = 8
+    # transformers on a CPU: int8 weights for the linear layers (PyTorch dynamic quantisation);
+    # decoding reads a quarter of the bytes per token; greedy outputs may differ from float32
+    quantize: Literal["none", "int8"] = "none"
 
     def __post_init__(self) -> None:
         one_of("generator.backend", self.backend, ("transformers", "ctranslate2", "llamacpp"))
@@ -42,6 +45,10 @@ class GeneratorConfig:
         at_least("generator.max_new_tokens", self.max_new_tokens, 1)
         at_least("generator.batch_size", self.batch_size, 1)
         at_least("generator.history_cache", self.history_cache, 0)
+        one_of("generator.quantize", self.quantize, ("none", "int8"))
+        if self.quantize != "none" and (self.backend != "transformers" or self.dtype != "float32"):
+            raise ConfigError("generator.quantize int8 is for the transformers backend in float32 "
+                              f"(got backend {self.backend}, dtype {self.dtype})")  # fmt: skip
 
 
 def build_generator(cfg: GeneratorConfig):
@@ -58,7 +65,7 @@ def build_generator(cfg: GeneratorConfig):
 
     return Generator(cfg.model, cfg.gguf_file, cfg.max_new_tokens, cfg.batch_size,
                      reuse_prefix_cache=cfg.reuse_prefix_cache, dtype=cfg.dtype,
-                     history_cache=cfg.history_cache)  # fmt: skip
+                     history_cache=cfg.history_cache, quantize=cfg.quantize)  # fmt: skip
 
 
 @dataclass

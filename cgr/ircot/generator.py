@@ -28,6 +28,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?(\s|$)|\n")
 _ANSWER_END = re.compile(r"answer is[^\n]*?([.!?]\s|\n)|\n\s*\n", re.IGNORECASE)
 STOPS = ("sentence", "answer", "none")
 DTYPES = ("float32", "bfloat16", "float16")
+QUANTIZE = ("none", "int8")
 
 
 def _wheel_missing(name: str, module: str) -> ImportError:
@@ -113,7 +114,7 @@ class Generation:
 
 
 @lru_cache(maxsize=2)
-def _load(path: str, gguf: str | None, device: str, dtype: str = "float32"):
+def _load(path: str, gguf: str | None, device: str, dtype: str = "float32", quantize: str = "none"):
     """Tokenizer, model, seq2seq flag and config, loaded once per process (GGUF de-quantising is
     slow, and tests and benchmarks build several generators)."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
@@ -123,8 +124,23 @@ def _load(path: str, gguf: str | None, device: str, dtype: str = "float32"):
     config = AutoConfig.from_pretrained(path, **kwargs)
     seq2seq = bool(getattr(config, "is_encoder_decoder", False))
     loader = AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
-    model = loader.from_pretrained(path, dtype=getattr(torch, dtype), **kwargs)
-    return tokenizer, model.to(device).eval(), seq2seq, config
+    model = loader.from_pretrained(path, dtype=getattr(torch, dtype), **kwargs).to(device).eval()
+    if quantize == "int8":
+        model = _int8_linear(model)
+    return tokenizer, model, seq2seq, config
+
+
+def _int8_linear(model):
+    """Linear layers with int8 weights, activations quantised per call (PyTorch's dynamic
+    quantisation, CPU only). On a CPU a small LM's decoding is bound by reading its weights, so a
+    quarter of the bytes per token is most of the gain; greedy outputs may differ from float32."""
+    import warnings
+
+    from torch.ao.quantization import quantize_dynamic
+
+    with warnings.catch_warnings():  # torch.ao's eager quantisation warns it will move to torchao
+        warnings.simplefilter("ignore")
+        return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
 
 
 class Generator:
@@ -134,12 +150,19 @@ class Generator:
 
     def __init__(self, model: str = "smollm2", gguf_file: str | None = None, max_new_tokens: int = 48,
                  batch_size: int = 8, device: str | None = None, reuse_prefix_cache: bool = True,
-                 dtype: str = "float32", history_cache: int = 0):  # fmt: skip
+                 dtype: str = "float32", history_cache: int = 0, quantize: str = "none"):  # fmt: skip
         if dtype not in DTYPES:
             raise ValueError(f"generator dtype must be one of {DTYPES}, got {dtype!r}")
+        if quantize not in QUANTIZE:
+            raise ValueError(f"generator quantize must be one of {QUANTIZE}, got {quantize!r}")
         path, gguf = resolve_generator(model, gguf_file)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        tokenizer, self.model, self.seq2seq, config = _load(path, gguf, self.device, dtype)
+        if quantize != "none" and (self.device != "cpu" or dtype != "float32"):
+            raise ValueError("generator quantize int8 needs device cpu and dtype float32 "
+                             f"(got {self.device}, {dtype})")  # fmt: skip
+        tokenizer, self.model, self.seq2seq, config = _load(
+            path, gguf, self.device, dtype, quantize
+        )
         self.tokenizer = copy.copy(tokenizer)  # padding settings below stay local to this generator
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token

@@ -131,11 +131,12 @@ def main(argv: list[str]) -> int:
             "context",
             f"no paragraph text in any of its {len(questions)} questions",
         )
-    riches, gen = parsed(lambda: RichesConfig(**vars(args.riches)), "cgr riches"), args.generator
+    riches = parsed(lambda: RichesConfig(**vars(args.riches)), "cgr riches")
+    gen = parsed(lambda: GeneratorConfig(**vars(args.generator)), "cgr riches")
     decode_cfg = parsed(lambda: DecodeConfig(**vars(args.decode)), "cgr riches")
     device = "cuda" if __import__("torch").cuda.is_available() else "cpu"
     tokenizer, model, seq2seq, _ = _load(
-        *resolve_generator(gen.model, gen.gguf_file), device, gen.dtype
+        *resolve_generator(gen.model, gen.gguf_file), device, gen.dtype, gen.quantize
     )
     if seq2seq:
         raise ConfigError(

@@ -2,6 +2,7 @@
 but the time (greedy outputs equal the plain path's, batched or not)."""
 
 import pytest
+import torch
 
 from cgr.ircot.generator import Generator, _common_length
 from tests.ircot.helpers import first_step_prompts
@@ -63,3 +64,23 @@ def test_a_next_step_starts_from_its_previous_prompt_and_gives_the_plain_output(
     assert len(gen._history) == 3
     gen.generate(prompts, prefix=prefix)
     assert len(gen._history) == 4  # the oldest dropped
+
+
+def test_int8_weights_make_linear_layers_quantised_and_give_sentences_the_loop_accepts():
+    from tests.ircot.helpers import first_steps_as_sentences
+
+    gen = Generator(max_new_tokens=40, batch_size=1, quantize="int8")
+    assert gen.model is not Generator(max_new_tokens=8, batch_size=1).model  # its own copy
+    modules = list(gen.model.modules())
+    assert not any(isinstance(m, torch.nn.Linear) for m in modules)
+    assert (
+        sum("quantized.dynamic" in type(m).__module__ for m in modules) >= 30 * 7
+    )  # 30 layers x 7
+    first_steps_as_sentences(gen, 40)
+
+
+def test_int8_weights_are_refused_where_dynamic_quantisation_does_not_run():
+    with pytest.raises(ValueError, match="quantize must be one of"):
+        Generator(quantize="int4")
+    with pytest.raises(ValueError, match="needs device cpu and dtype float32"):
+        Generator(quantize="int8", dtype="bfloat16")
