@@ -85,19 +85,24 @@ def summarise(dataset: str, method: str, out: Path, backend: str, model: str) ->
     return row
 
 
-def cell_name(dataset: str, method: str, n: int, backend: str, model: str) -> str:
-    return f"ircot-{dataset}-{method}-{n}-{backend}" + ("" if model == "smollm2" else f"-{model}")
+def cell_name(
+    dataset: str, method: str, n: int, backend: str, model: str, quantize: str = "none"
+) -> str:
+    return (f"ircot-{dataset}-{method}-{n}-{backend}" + ("" if quantize == "none" else f"-{quantize}")
+            + ("" if model == "smollm2" else f"-{model}"))  # fmt: skip
 
 
 def run_cell(args: argparse.Namespace, dataset: str, method: str) -> None:
-    name = cell_name(dataset, method, args.n, args.backend, args.model)
+    name = cell_name(dataset, method, args.n, args.backend, args.model, args.quantize)
     if load_result(name) and not args.force:
         return
     out = RESULTS / "ircot_runs" / name
     run_cli(name, ["ircot", "--config", "configs/ircot_hotpotqa.yaml", "--data", DATASETS[dataset],
                    "--limit", str(args.n), "--out", str(out), "--method", method,
-                   "--generator.backend", args.backend, "--generator.model", args.model])  # fmt: skip
+                   "--generator.backend", args.backend, "--generator.model", args.model,
+                   "--generator.quantize", args.quantize])  # fmt: skip
     row = summarise(dataset, method, out, args.backend, args.model)
+    row["quantize"] = args.quantize
     save_result(name, row)
     print(f"{name}: f1 {row['f1']:.3f} in {row['seconds_per_question']:.1f} s/question", flush=True)
 
@@ -109,6 +114,8 @@ def main() -> None:
     parser.add_argument(
         "--model", default="smollm2", help="generator.model (smollm2, gemma3-270m, ...)"
     )
+    parser.add_argument("--quantize", default="none", choices=["none", "int8"],
+                        help="transformers backend: int8 linear layers (generator.quantize)")  # fmt: skip
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--methods", nargs="*", default=["nor", "oner", "ircot"])
     parser.add_argument("--force", action="store_true")
@@ -121,7 +128,9 @@ def main() -> None:
     rows, fallbacks = [], []
     for dataset in args.datasets:
         for method in args.methods:
-            r = load_result(cell_name(dataset, method, args.n, args.backend, args.model))
+            r = load_result(
+                cell_name(dataset, method, args.n, args.backend, args.model, args.quantize)
+            )
             if not r:
                 continue
             rows.append([dataset, method, r["n"], interval(r, "recall"), interval(r, "em"),
@@ -130,7 +139,8 @@ def main() -> None:
             if fb.get("without_answer_is"):
                 fallbacks.append([dataset, method, fb["without_answer_is"], fb["f1_whole_output"],
                                   fb["f1_first_line"], fb["f1_used"]])  # fmt: skip
-    print(f"IRCoT, generator {args.model} on {args.backend}, BM25 over the pooled contexts; "
+    weights = "" if args.quantize == "none" else f" ({args.quantize} linear layers)"
+    print(f"IRCoT, generator {args.model} on {args.backend}{weights}, BM25 over the pooled contexts; "
           f"95 % bootstrap intervals over questions; {machine()}")  # fmt: skip
     print_table(["dataset", "method", "n", "recall", "EM", "F1", "s/question",
                  "generated tokens/question"], rows)  # fmt: skip
