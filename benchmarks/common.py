@@ -24,6 +24,12 @@ def machine() -> str:
     return f"{platform.machine()}, {torch.get_num_threads()} torch threads, {gpu}"
 
 
+def machines(rows: list[dict]) -> str:
+    """Where saved rows were measured (they may come from several runs), else this machine."""
+    seen = sorted({r["machine"] for r in rows if r and r.get("machine")})
+    return " / ".join(seen) if seen else machine()
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 

@@ -25,6 +25,7 @@ from benchmarks.common import (  # noqa: E402
     interval,
     load_result,
     machine,
+    machines,
     print_table,
     run_cli,
     save_result,
@@ -125,7 +126,7 @@ def main() -> None:
         for dataset in args.datasets:
             for method in args.methods:
                 run_cell(args, dataset, method)
-    rows, fallbacks = [], []
+    rows, fallbacks, saved = [], [], []
     for dataset in args.datasets:
         for method in args.methods:
             r = load_result(
@@ -133,6 +134,7 @@ def main() -> None:
             )
             if not r:
                 continue
+            saved.append(r)
             rows.append([dataset, method, r["n"], interval(r, "recall"), interval(r, "em"),
                          interval(r, "f1"), r["seconds_per_question"], r["tokens_per_question"]])  # fmt: skip
             fb = r.get("fallback") or {}
@@ -141,7 +143,7 @@ def main() -> None:
                                   fb["f1_first_line"], fb["f1_used"]])  # fmt: skip
     weights = "" if args.quantize == "none" else f" ({args.quantize} linear layers)"
     print(f"IRCoT, generator {args.model} on {args.backend}{weights}, BM25 over the pooled contexts; "
-          f"95 % bootstrap intervals over questions; {machine()}")  # fmt: skip
+          f"95 % bootstrap intervals over questions; {machines(saved)}")  # fmt: skip
     print_table(["dataset", "method", "n", "recall", "EM", "F1", "s/question",
                  "generated tokens/question"], rows)  # fmt: skip
     if fallbacks:

@@ -24,6 +24,7 @@ from benchmarks.common import (  # noqa: E402
     interval,
     load_result,
     machine,
+    machines,
     print_table,
     run_cli,
     save_result,
@@ -83,9 +84,10 @@ def main() -> None:
     if not args.table:
         for row in args.rows:
             run_row(row, args.n, args.force, args.data)
-    table = []
+    table, saved = [], []
     for row in args.rows:
         r = load_result(row_name(row, args.n, args.data))
+        saved.append(r)
         if r is None:
             table.append([ROWS[row][0], "not run", *[""] * 9])
             continue
@@ -97,7 +99,7 @@ def main() -> None:
                       f"{r['evidence_tokens_per_question']:.0f}", f"{r['tokens_per_question']:.0f}",
                       f"{r['calls_per_question']:.2f}", f"{r['seconds_per_question']:.1f}"])  # fmt: skip
     print(f"{args.data}, first {args.n} questions; SmolLM2-135M-Instruct (transformers, float32), "
-          f"extractive section summaries; 95 % bootstrap intervals; {machine()}")  # fmt: skip
+          f"extractive section summaries; 95 % bootstrap intervals; {machines(saved)}")  # fmt: skip
     print_table(["method", "n", "evidence P", "evidence R", "evidence F1", "answer F1",
                  "answer F1 extr. / abstr. / yes-no / unans.", "LM tokens for evidence",
                  "LM tokens (with answer)", "LM calls", "s/question"], table)  # fmt: skip

@@ -30,6 +30,7 @@ from benchmarks.common import (  # noqa: E402
     interval,
     load_result,
     machine,
+    machines,
     print_table,
     run_cli,
     save_result,
@@ -50,8 +51,8 @@ ROWS = {
 }
 
 
-def row_name(dataset: str, row: str, n: int) -> str:
-    return f"riches-{dataset}-{row}-{n}"
+def row_name(dataset: str, row: str, n: int, quantize: str = "none") -> str:
+    return f"riches-{dataset}-{row}-{n}" + ("" if quantize == "none" else f"-{quantize}")
 
 
 def summarise(out: Path) -> dict:
@@ -68,24 +69,31 @@ def summarise(out: Path) -> dict:
     return row
 
 
-def run_row(dataset: str, row: str, n: int, force: bool) -> None:
-    name = row_name(dataset, row, n)
+def run_row(dataset: str, row: str, n: int, force: bool, quantize: str = "none") -> None:
+    name = row_name(dataset, row, n, quantize)
     if load_result(name) and not force:
         return
     out = RESULTS / "riches_runs" / name
     run_cli(name, ["riches", "--config", "configs/riches_hotpotqa.yaml", "--data", DATASETS[dataset],
-                   "--limit", str(n), "--out", str(out), *ROWS[row][1]])  # fmt: skip
-    result = {"dataset": dataset, "row": row, "overrides": ROWS[row][1], **summarise(out)}
+                   "--limit", str(n), "--out", str(out), "--generator.quantize", quantize, *ROWS[row][1]])  # fmt: skip
+    result = {
+        "dataset": dataset,
+        "row": row,
+        "overrides": ROWS[row][1],
+        "quantize": quantize,
+        **summarise(out),
+    }
     save_result(name, result)
     print(f"{name}: f1 {result['f1']:.3f} hits {result['hits']:.3f} in "
           f"{result['seconds_per_question']:.1f} s/question", flush=True)  # fmt: skip
 
 
-def quality_table(datasets: list[str], rows: list[str], n: int) -> None:
-    table = []
+def quality_table(datasets: list[str], rows: list[str], n: int, quantize: str = "none") -> None:
+    table, saved = [], []
     for dataset in datasets:
         for method in ("oner", "ircot"):  # benchmarks/ircot.py's cells, same LM and questions
-            r = load_result(cell_name(dataset, method, n, "transformers", "smollm2"))
+            r = load_result(cell_name(dataset, method, n, "transformers", "smollm2", quantize))
+            saved.append(r)
             label = {"oner": "OneR (BM25, K=4)", "ircot": "IRCoT (BM25, K=4)"}[method]
             if r is None:
                 table.append([dataset, label, "not run (benchmarks/ircot.py --backend transformers)",
@@ -94,15 +102,17 @@ def quality_table(datasets: list[str], rows: list[str], n: int) -> None:
                 table.append([dataset, label, r["n"], interval(r, "em"), interval(r, "f1"),
                               interval(r, "recall"), "–", f"{r['seconds_per_question']:.1f}"])  # fmt: skip
         for row in rows:
-            r = load_result(row_name(dataset, row, n))
+            r = load_result(row_name(dataset, row, n, quantize))
+            saved.append(r)
             if r is None:
                 table.append([dataset, ROWS[row][0], "not run", "", "", "", "", ""])
                 continue
             table.append([dataset, ROWS[row][0], r["n"], interval(r, "em"), interval(r, "f1"),
                           interval(r, "hits"), f"{r['attributed_proxy']:.2f}",
                           f"{r['seconds_per_question']:.1f}"])  # fmt: skip
-    print(f"RICHES vs OneR / IRCoT, SmolLM2-135M-Instruct (transformers, float32); "
-          f"95 % bootstrap intervals over questions; {machine()}")  # fmt: skip
+    weights = "float32" if quantize == "none" else f"{quantize} linear layers"
+    print(f"RICHES vs OneR / IRCoT, SmolLM2-135M-Instruct (transformers, {weights}); "
+          f"95 % bootstrap intervals over questions; {machines(saved)}")  # fmt: skip
     print(
         "(hits: gold supporting paragraphs among the quoted keys' paragraphs; OneR/IRCoT: "
         "gold-paragraph recall of their retrieved paragraphs)"
@@ -200,6 +210,8 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="*", default=["hotpotqa"], choices=list(DATASETS))
     parser.add_argument("--rows", nargs="*", default=list(ROWS), choices=list(ROWS))
     parser.add_argument("--scale", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--quantize", default="none", choices=["none", "int8"],
+                        help="generator.quantize of these rows and of the IRCoT cells compared")  # fmt: skip
     parser.add_argument("--force", action="store_true")
     parser.add_argument("--table", action="store_true", help="print saved rows only")
     args = parser.parse_args()
@@ -207,8 +219,8 @@ def main() -> None:
         run_scale(args.scale, args.force)
         for dataset in args.datasets:
             for row in args.rows:
-                run_row(dataset, row, args.n, args.force)
-    quality_table(args.datasets, args.rows, args.n)
+                run_row(dataset, row, args.n, args.force, args.quantize)
+    quality_table(args.datasets, args.rows, args.n, args.quantize)
     scale_table(args.scale)
 
 
