@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import (  # noqa: E402
     RESULTS,
+    ROOT,
     interval,
     load_result,
     machine,
@@ -55,6 +56,23 @@ def row_name(row: str, n: int, data: str = DATA) -> str:
     return f"longdoc-{row}-{n}" + ("" if data == DATA else f"-{Path(data).stem}")
 
 
+def with_gold_paragraphs(name: str, data: str) -> dict:
+    """Evidence F1 over the questions where every annotator's evidence names a paragraph, and
+    the share of questions given no paragraph. QASPER's scorer gives 1 to an empty prediction
+    when an annotator's evidence is empty (unanswerable, or only figures and tables, which are
+    no paragraph here), so a method that often chooses nothing gains F1 from those questions."""
+    from cgr.longdoc.document import load_qasper
+
+    out = RESULTS / "longdoc_runs" / name
+    records = [json.loads(line) for line in (out / "predictions.jsonl").open(encoding="utf-8")]
+    needed = {q.id for q in load_qasper(ROOT / data) if all(q.gold_evidence())}
+    scored = [r["evidence_f1"] for r in records if r["id"] in needed]
+    return {"questions_with_gold_paragraphs": len(scored),
+            "evidence_f1_with_gold_paragraphs": sum(scored) / len(scored) if scored else float("nan"),
+            "evidence_f1_with_gold_paragraphs_ci95": bootstrap_interval(scored),
+            "no_paragraph_share": sum(not r["paragraphs"] for r in records) / len(records)}  # fmt: skip
+
+
 def run_row(row: str, n: int, force: bool, data: str = DATA) -> None:
     name = row_name(row, n, data)
     if load_result(name) and not force:
@@ -68,6 +86,7 @@ def run_row(row: str, n: int, force: bool, data: str = DATA) -> None:
     result = {"row": row, "arguments": ROWS[row][1], **metrics, "machine": machine()}
     for key in ("evidence_f1", "answer_f1"):
         result[f"{key}_ci95"] = bootstrap_interval([r[key] for r in records if r[key] is not None])
+    result.update(with_gold_paragraphs(name, data))
     save_result(name, result)
     print(f"{name}: evidence F1 {result['evidence_f1']:.3f}, {result['tokens_per_question']:.0f} "
           f"tokens/question", flush=True)  # fmt: skip
@@ -86,21 +105,28 @@ def main() -> None:
             run_row(row, args.n, args.force, args.data)
     table, saved = [], []
     for row in args.rows:
-        r = load_result(row_name(row, args.n, args.data))
+        name = row_name(row, args.n, args.data)
+        r = load_result(name)
+        if r is not None and "no_paragraph_share" not in r:  # a row saved before these columns
+            r.update(with_gold_paragraphs(name, args.data))
+            save_result(name, r)
         saved.append(r)
         if r is None:
-            table.append([ROWS[row][0], "not run", *[""] * 9])
+            table.append([ROWS[row][0], "not run", *[""] * 11])
             continue
         types = r["answer_f1_by_type"]
         table.append([ROWS[row][0], r["questions"], f"{100 * r['evidence_precision']:.1f}",
-                      f"{100 * r['evidence_recall']:.1f}", interval(r, "evidence_f1", True), interval(r, "answer_f1", True),
+                      f"{100 * r['evidence_recall']:.1f}", interval(r, "evidence_f1", True),
+                      interval(r, "evidence_f1_with_gold_paragraphs", True), f"{100 * r['no_paragraph_share']:.0f}",
+                      interval(r, "answer_f1", True),
                       " / ".join(f"{100 * types.get(t, float('nan')):.0f}"
                                  for t in ("extractive", "abstractive", "yes_no", "unanswerable")),
                       f"{r['evidence_tokens_per_question']:.0f}", f"{r['tokens_per_question']:.0f}",
                       f"{r['calls_per_question']:.2f}", f"{r['seconds_per_question']:.1f}"])  # fmt: skip
     print(f"{args.data}, first {args.n} questions; SmolLM2-135M-Instruct (transformers, float32), "
           f"extractive section summaries; 95 % bootstrap intervals; {machines(saved)}")  # fmt: skip
-    print_table(["method", "n", "evidence P", "evidence R", "evidence F1", "answer F1",
+    print_table(["method", "n", "evidence P", "evidence R", "evidence F1",
+                 "evidence F1, questions with gold paragraphs", "no paragraph chosen %", "answer F1",
                  "answer F1 extr. / abstr. / yes-no / unans.", "LM tokens for evidence",
                  "LM tokens (with answer)", "LM calls", "s/question"], table)  # fmt: skip
 
