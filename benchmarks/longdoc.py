@@ -45,6 +45,8 @@ ROWS = {
                         ["--method", "d3_dense", "--longdoc.select", "likelihood"]),
     "d3_fallback": ("D3-BASE, dense section when the LM names none",
                     ["--method", "d3", "--longdoc.empty_selection", "dense"]),
+    "d3_list_none": ("D3-BASE, lists read past a blank line (list_stop none)",
+                     ["--method", "d3", "--longdoc.list_stop", "none"]),
     "d3_random_names": ("D3-BASE, section names replaced by random ids",
                         ["--method", "d3", "--longdoc.section_names", "random"]),
     "chunk": ("CHUNK", ["--method", "chunk"]),

@@ -47,6 +47,9 @@ class LongDocConfig:
     method: Literal["d3", "d3_hier", "d3_dense", "paragraph", "chunk", "mapreduce"] = "d3"
     chunk_tokens: int = 1500  # BASE's context per call (the paper: 3,500 with gpt-3.5)
     list_tokens: int = 48  # new tokens for a list of section names or paragraph ids
+    # where a list answer ends: at the first blank line ("answer") or after list_tokens ("none");
+    # small LMs often write "The relevant sections are:", a blank line, then the list
+    list_stop: Literal["answer", "none"] = "answer"
     retriever: Literal["dense", "bm25"] = "dense"  # paragraph baseline, d3_dense, fallback
     top_k: int = 3  # paragraphs kept by `paragraph` and `d3_dense`
     section_names: Literal["real", "random"] = "real"  # random ids: the paper's Table 4
@@ -68,6 +71,7 @@ class LongDocConfig:
         one_of("longdoc.section_names", self.section_names, ("real", "random"))
         one_of("longdoc.empty_selection", self.empty_selection, ("none", "dense"))
         one_of("longdoc.select", self.select, ("generate", "likelihood"))
+        one_of("longdoc.list_stop", self.list_stop, ("answer", "none"))
         at_least("longdoc.select_sections", self.select_sections, 1)
         for name in ("chunk_tokens", "answer_tokens"):
             at_least(f"longdoc.{name}", getattr(self, name), 64)
@@ -138,7 +142,9 @@ class LongDocQA:
             order = sorted(range(len(labels)), key=lambda i: -scores[i])[: self.cfg.select_sections]
             self._said.append({"stage": "sections", "scores": scores, "read": order})
             return order
-        answer = self.lm.ask([instruction], self.cfg.list_tokens, "sections", usage)[0]
+        answer = self.lm.ask(
+            [instruction], self.cfg.list_tokens, "sections", usage, self.cfg.list_stop
+        )[0]
         chosen = read_sections(answer, labels)
         self._said.append({"stage": "sections", "output": answer, "read": chosen})
         if not chosen:
@@ -182,7 +188,7 @@ class LongDocQA:
         prompts = [
             PARAGRAPHS_INSTRUCTION.format(paragraphs=numbered(c), question=question) for c in chunks
         ]
-        answers = self.lm.ask(prompts, self.cfg.list_tokens, stage, usage)
+        answers = self.lm.ask(prompts, self.cfg.list_tokens, stage, usage, self.cfg.list_stop)
         kept: list[int] = []
         for chunk, answer in zip(chunks, answers, strict=True):
             read = read_ids(answer, {i for i, _ in chunk})

@@ -77,6 +77,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert "longdoc.method must be one of" in capsys.readouterr().err
     assert main([*BASE, "--longdoc.chunk_tokens", "10", *out]) == 2
     assert "longdoc.chunk_tokens" in capsys.readouterr().err
+    assert main([*BASE, "--longdoc.list_stop", "sentence", *out]) == 2
+    assert "longdoc.list_stop" in capsys.readouterr().err
     assert (
         main([*BASE, "--longdoc.select", "likelihood", "--generator.backend", "llamacpp", *out])
         == 2
