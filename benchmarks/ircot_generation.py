@@ -64,12 +64,10 @@ def main() -> None:
     for backend, batch_size, reuse, weights in SETTINGS:
         if backend not in args.backends:
             continue
-        dtype = (
-            weights
-            if backend == "transformers" and weights in ("float32", "bfloat16")
-            else "float32"
-        )
-        quantize = "int8" if backend == "transformers" and weights == "int8" else "none"
+        # transformers' weights column is its dtype, or int8 (float32 with int8 linear layers)
+        dtype, quantize = ("float32", "int8") if weights == "int8" else (weights, "none")
+        if backend != "transformers":
+            dtype, quantize = "float32", "none"
         gen = build_generator(GeneratorConfig(backend=backend, max_new_tokens=max_new, batch_size=batch_size,
                                               reuse_prefix_cache=reuse, dtype=dtype, quantize=quantize))  # fmt: skip
         shared = prefix if reuse else None
