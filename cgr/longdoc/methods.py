@@ -38,6 +38,7 @@ from cgr.longdoc.ranking import DocumentRanker
 from cgr.longdoc.summaries import Summarizer, lead
 from cgr.validation import at_least, one_of
 
+CONTENT_FREE = "N/A"  # the question of the calibration prompt
 METHODS = ("d3", "d3_hier", "d3_dense", "paragraph", "chunk", "mapreduce")
 LM_EVIDENCE = {"d3", "d3_hier", "d3_dense", "chunk", "mapreduce"}
 
@@ -57,6 +58,10 @@ class LongDocConfig:
     # keep the format, scores every name as its answer and the best `select_sections` are kept
     select: Literal["generate", "likelihood"] = "generate"
     select_sections: int = 2
+    # likelihood: each name's score minus its score for a content-free question ("N/A"), so a
+    # name the LM favours whatever is asked does not win every question of its paper
+    # (contextual calibration, Zhao et al. 2021); "none" keeps the raw scores
+    select_calibration: Literal["content_free", "none"] = "content_free"
     # when the LM names no section: keep none (the paper) or take the best one by the encoder
     empty_selection: Literal["none", "dense"] = "none"
     paragraph_summary_words: int = 25  # d3_hier: a paragraph's leading words stand for it
@@ -72,6 +77,7 @@ class LongDocConfig:
         one_of("longdoc.empty_selection", self.empty_selection, ("none", "dense"))
         one_of("longdoc.select", self.select, ("generate", "likelihood"))
         one_of("longdoc.list_stop", self.list_stop, ("answer", "none"))
+        one_of("longdoc.select_calibration", self.select_calibration, ("content_free", "none"))
         at_least("longdoc.select_sections", self.select_sections, 1)
         for name in ("chunk_tokens", "answer_tokens"):
             at_least(f"longdoc.{name}", getattr(self, name), 64)
@@ -97,6 +103,7 @@ class LongDocQA:
         self.ranker = DocumentRanker(cfg.retriever, cfg.encoder)
         self.counters: Counter[str] = Counter()
         self._said: list[dict] = []  # the LM's raw answers for the current question
+        self._prior: dict[tuple, list[float]] = {}  # content-free section scores per document
 
     # ------------------------------------------------------------------ evidence
 
@@ -139,6 +146,9 @@ class LongDocQA:
         instruction = SECTIONS_INSTRUCTION.format(outline=text, question=q.question)
         if self.cfg.select == "likelihood":
             scores = self.lm.option_scores(instruction, labels, "sections", usage)
+            if self.cfg.select_calibration == "content_free":
+                prior = self.prior_scores(doc.id, labels, text, usage)
+                scores = [s - p for s, p in zip(scores, prior, strict=True)]
             order = sorted(range(len(labels)), key=lambda i: -scores[i])[: self.cfg.select_sections]
             self._said.append({"stage": "sections", "scores": scores, "read": order})
             return order
@@ -153,6 +163,17 @@ class LongDocQA:
                 shown = [f"{n} {s}" for n, s in zip(labels, summaries, strict=True)]
                 chosen = self.ranker.rank(q.question, shown, (doc.id, f"outline-{self.cfg.section_names}"))[:1]  # fmt: skip
         return chosen
+
+    def prior_scores(
+        self, doc_id: str, labels: list[str], text: str, usage: Counter
+    ) -> list[float]:
+        """Each name's score when the question says nothing: computed once per document (its
+        tokens are counted for the first question that needs it)."""
+        key = (doc_id, tuple(labels), text)
+        if key not in self._prior:
+            empty = SECTIONS_INSTRUCTION.format(outline=text, question=CONTENT_FREE)
+            self._prior[key] = self.lm.option_scores(empty, labels, "sections_prior", usage)
+        return self._prior[key]
 
     def chunks(
         self, question: str, paragraphs: list[tuple[int, str]]

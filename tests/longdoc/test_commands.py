@@ -129,4 +129,23 @@ def test_d3_with_scored_sections_keeps_the_best_ones(tmp_path, capsys):
     records = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     for r in records:
         assert len(r["sections"]) == 2 and len(r["lm_outputs"][0]["scores"]) == 6
-        assert r["calls"] == 1 and r["paragraphs"]
+        assert r["paragraphs"]
+    # the content-free scores are computed once for the paper, by the first question
+    assert [r["usage"].get("sections_prior_calls", 0) for r in records] == [1, 0]
+    assert [r["calls"] for r in records] == [2, 1]
+    raw = tmp_path / "raw"
+    args[args.index(str(out))] = str(raw)
+    assert main([*args, "--longdoc.select_calibration", "none"]) == 0
+    uncalibrated = [
+        json.loads(line) for line in (raw / "predictions.jsonl").read_text().splitlines()
+    ]
+    assert [r["calls"] for r in uncalibrated] == [1, 1]
+    # calibration subtracts the same per-paper prior from both questions' scores
+    shift = [
+        [
+            a - b
+            for a, b in zip(r["lm_outputs"][0]["scores"], u["lm_outputs"][0]["scores"], strict=True)
+        ]
+        for r, u in zip(records, uncalibrated, strict=True)
+    ]
+    assert shift[0] == pytest.approx(shift[1], abs=1e-4) and any(abs(x) > 1e-3 for x in shift[0])
