@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -63,16 +64,57 @@ def with_gold_paragraphs(name: str, data: str) -> dict:
     the share of questions given no paragraph. QASPER's scorer gives 1 to an empty prediction
     when an annotator's evidence is empty (unanswerable, or only figures and tables, which are
     no paragraph here), so a method that often chooses nothing gains F1 from those questions."""
-    from cgr.longdoc.document import load_qasper
-
     out = RESULTS / "longdoc_runs" / name
     records = [json.loads(line) for line in (out / "predictions.jsonl").open(encoding="utf-8")]
-    needed = {q.id for q in load_qasper(ROOT / data) if all(q.gold_evidence())}
+    needed = gold_questions(data)
     scored = [r["evidence_f1"] for r in records if r["id"] in needed]
+    chosen = {r["id"]: r["sections"] for r in records if r["id"] in needed and r["sections"]}
     return {"questions_with_gold_paragraphs": len(scored),
             "evidence_f1_with_gold_paragraphs": sum(scored) / len(scored) if scored else float("nan"),
             "evidence_f1_with_gold_paragraphs_ci95": bootstrap_interval(scored),
-            "no_paragraph_share": sum(not r["paragraphs"] for r in records) / len(records)}  # fmt: skip
+            "no_paragraph_share": sum(not r["paragraphs"] for r in records) / len(records),
+            "sections_with_gold_share": section_hits(chosen, needed, len(scored)) if chosen else None}  # fmt: skip
+
+
+def gold_questions(data: str) -> dict:
+    """The questions (by id) where every annotator's evidence names a paragraph."""
+    from cgr.longdoc.document import load_qasper
+
+    return {q.id: q for q in load_qasper(ROOT / data) if all(q.gold_evidence())}
+
+
+def section_hits(chosen: dict[str, list[str]], questions: dict, total: int) -> float:
+    """Share of `total` questions whose chosen sections (by name) hold a gold paragraph."""
+    hits = 0
+    for qid, names in chosen.items():
+        q = questions[qid]
+        gold = set().union(*q.gold_evidence())
+        inside = {i for s in q.document.sections if s.name in names for i in s.paragraphs}
+        hits += bool(gold & inside)
+    return hits / total
+
+
+def section_reference(n: int, data: str, k: int = 2) -> dict:
+    """What choosing `k` sections is worth without an LM, on the questions D3 rows are scored
+    on: the encoder's top k over the outline lines D3 shows (name + extractive summary), and
+    k sections drawn at random (seeded by question id)."""
+    from cgr.longdoc.document import load_qasper
+    from cgr.longdoc.ranking import DocumentRanker
+    from cgr.longdoc.summaries import lead
+
+    needed = gold_questions(data)
+    first = [q for q in load_qasper(ROOT / data)[:n] if q.id in needed]
+    ranker, encoder, drawn = DocumentRanker("dense"), {}, {}
+    for q in first:
+        sections = q.document.sections
+        shown = [f"{s.name} {lead(q.document.section_text(s), 40)}" for s in sections]
+        top = ranker.rank(q.question, shown, (q.document.id, "outline"))[:k]
+        encoder[q.id] = [sections[i].name for i in top]
+        picks = random.Random(q.id).sample(range(len(sections)), min(k, len(sections)))
+        drawn[q.id] = [sections[i].name for i in picks]
+    return {"k": k, "questions_with_gold_paragraphs": len(first), "machine": machine(),
+            "encoder_top_k": section_hits(encoder, needed, len(first)),
+            "random_k": section_hits(drawn, needed, len(first))}  # fmt: skip
 
 
 def run_row(row: str, n: int, force: bool, data: str = DATA) -> None:
@@ -94,6 +136,10 @@ def run_row(row: str, n: int, force: bool, data: str = DATA) -> None:
           f"tokens/question", flush=True)  # fmt: skip
 
 
+def percent(share: float | None) -> str:
+    return "" if share is None else f"{100 * share:.0f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=200)
@@ -109,17 +155,19 @@ def main() -> None:
     for row in args.rows:
         name = row_name(row, args.n, args.data)
         r = load_result(name)
-        if r is not None and "no_paragraph_share" not in r:  # a row saved before these columns
-            r.update(with_gold_paragraphs(name, args.data))
+        predictions = RESULTS / "longdoc_runs" / name / "predictions.jsonl"
+        if r is not None and "sections_with_gold_share" not in r and predictions.exists():
+            r.update(with_gold_paragraphs(name, args.data))  # a row saved before these columns
             save_result(name, r)
         saved.append(r)
         if r is None:
-            table.append([ROWS[row][0], "not run", *[""] * 11])
+            table.append([ROWS[row][0], "not run", *[""] * 12])
             continue
         types = r["answer_f1_by_type"]
         table.append([ROWS[row][0], r["questions"], f"{100 * r['evidence_precision']:.1f}",
                       f"{100 * r['evidence_recall']:.1f}", interval(r, "evidence_f1", True),
                       interval(r, "evidence_f1_with_gold_paragraphs", True), f"{100 * r['no_paragraph_share']:.0f}",
+                      percent(r.get("sections_with_gold_share")),
                       interval(r, "answer_f1", True),
                       " / ".join(f"{100 * types.get(t, float('nan')):.0f}"
                                  for t in ("extractive", "abstractive", "yes_no", "unanswerable")),
@@ -128,9 +176,23 @@ def main() -> None:
     print(f"{args.data}, first {args.n} questions; SmolLM2-135M-Instruct (transformers, float32), "
           f"extractive section summaries; 95 % bootstrap intervals; {machines(saved)}")  # fmt: skip
     print_table(["method", "n", "evidence P", "evidence R", "evidence F1",
-                 "evidence F1, questions with gold paragraphs", "no paragraph chosen %", "answer F1",
+                 "evidence F1, questions with gold paragraphs", "no paragraph chosen %",
+                 "chosen sections hold gold %", "answer F1",
                  "answer F1 extr. / abstr. / yes-no / unans.", "LM tokens for evidence",
                  "LM tokens (with answer)", "LM calls", "s/question"], table)  # fmt: skip
+    reference_name = f"longdoc-section_reference-{args.n}" + (
+        "" if args.data == DATA else f"-{Path(args.data).stem}"
+    )
+    reference = load_result(reference_name)
+    if reference is None and not args.table:
+        reference = section_reference(args.n, args.data)
+        save_result(reference_name, reference)
+    if reference:
+        print(
+            f"Sections holding a gold paragraph without an LM ({reference['questions_with_gold_paragraphs']} "
+            f"questions): encoder's top {reference['k']} of the outline {percent(reference['encoder_top_k'])} %, "
+            f"{reference['k']} at random {percent(reference['random_k'])} %"
+        )
 
 
 if __name__ == "__main__":
