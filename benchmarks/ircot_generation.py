@@ -69,8 +69,11 @@ def main() -> None:
         dtype, quantize = ("float32", "int8") if weights == "int8" else (weights, "none")
         if backend != "transformers":
             dtype, quantize = "float32", "none"
+        # history_cache 0: every prompt here is a first step, so none may start from the cache
+        # of an earlier pass over the same prompts (IRCoT's later steps do; not measured here)
         gen = build_generator(GeneratorConfig(backend=backend, max_new_tokens=max_new, batch_size=batch_size,
-                                              reuse_prefix_cache=reuse, dtype=dtype, quantize=quantize))  # fmt: skip
+                                              reuse_prefix_cache=reuse, dtype=dtype, quantize=quantize,
+                                              history_cache=0))  # fmt: skip
         shared = prefix if reuse else None
         # warm-up over every prompt: on some CPUs (oneDNN) the first forward of each new input
         # shape is several times slower, which would count against the prompt pass alone
