@@ -102,8 +102,9 @@ def section_reference(n: int, data: str, k: int = 2) -> dict:
     from cgr.longdoc.ranking import DocumentRanker
     from cgr.longdoc.summaries import lead
 
-    needed = gold_questions(data)
-    first = [q for q in load_qasper(ROOT / data)[:n] if q.id in needed]
+    questions = load_qasper(ROOT / data)  # read once: the first n, and those with gold paragraphs
+    needed = {q.id: q for q in questions if all(q.gold_evidence())}
+    first = [q for q in questions[:n] if q.id in needed]
     ranker, encoder, drawn = DocumentRanker("dense"), {}, {}
     for q in first:
         sections = q.document.sections
@@ -180,9 +181,7 @@ def main() -> None:
                  "chosen sections hold gold %", "answer F1",
                  "answer F1 extr. / abstr. / yes-no / unans.", "LM tokens for evidence",
                  "LM tokens (with answer)", "LM calls", "s/question"], table)  # fmt: skip
-    reference_name = f"longdoc-section_reference-{args.n}" + (
-        "" if args.data == DATA else f"-{Path(args.data).stem}"
-    )
+    reference_name = row_name("section_reference", args.n, args.data)
     reference = load_result(reference_name)
     if reference is None and not args.table:
         reference = section_reference(args.n, args.data)
