@@ -3,7 +3,7 @@ bootstrap intervals, seconds and generated tokens per question, and what the "an
 fallback recovers, on HotpotQA, 2WikiMultihopQA and MuSiQue samples.
 
     .venv/bin/python benchmarks/ircot.py [--n 100] [--backend llamacpp] [--model smollm2]
-        [--datasets hotpotqa 2wiki musique] [--methods nor oner ircot]
+        [--datasets hotpotqa 2wiki musique] [--methods nor oner ircot] [--k 8]
 
 Each dataset x method cell is saved when it finishes (benchmarks/results/ircot-*.json) and a
 killed cell resumes inside `cgr ircot` from its partial file, so the table fills over sessions.
@@ -87,23 +87,27 @@ def summarise(dataset: str, method: str, out: Path, backend: str, model: str) ->
 
 
 def cell_name(
-    dataset: str, method: str, n: int, backend: str, model: str, quantize: str = "none"
-) -> str:
+    dataset: str, method: str, n: int, backend: str, model: str, quantize: str = "none",
+    k: int | None = None,
+) -> str:  # fmt: skip
+    """`k`: paragraphs per retrieval when not the config's (named `-k8`)."""
     return (f"ircot-{dataset}-{method}-{n}-{backend}" + ("" if quantize == "none" else f"-{quantize}")
-            + ("" if model == "smollm2" else f"-{model}"))  # fmt: skip
+            + ("" if model == "smollm2" else f"-{model}") + ("" if k is None else f"-k{k}"))  # fmt: skip
 
 
 def run_cell(args: argparse.Namespace, dataset: str, method: str) -> None:
-    name = cell_name(dataset, method, args.n, args.backend, args.model, args.quantize)
+    name = cell_name(dataset, method, args.n, args.backend, args.model, args.quantize, args.k)
     if load_result(name) and not args.force:
         return
     out = RESULTS / "ircot_runs" / name
     run_cli(name, ["ircot", "--config", "configs/ircot_hotpotqa.yaml", "--data", DATASETS[dataset],
                    "--limit", str(args.n), "--out", str(out), "--method", method,
                    "--generator.backend", args.backend, "--generator.model", args.model,
-                   "--generator.quantize", args.quantize])  # fmt: skip
+                   "--generator.quantize", args.quantize,
+                   *([] if args.k is None else ["--loop.k", str(args.k)])])  # fmt: skip
     row = summarise(dataset, method, out, args.backend, args.model)
     row["quantize"] = args.quantize
+    row["k"] = args.k
     save_result(name, row)
     print(f"{name}: f1 {row['f1']:.3f} in {row['seconds_per_question']:.1f} s/question", flush=True)
 
@@ -117,6 +121,8 @@ def main() -> None:
     )
     parser.add_argument("--quantize", default="none", choices=["none", "int8"],
                         help="transformers backend: int8 linear layers (generator.quantize)")  # fmt: skip
+    parser.add_argument("--k", type=int, default=None,
+                        help="loop.k, paragraphs per retrieval (configs: 4; the paper tunes 2-8)")  # fmt: skip
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--methods", nargs="*", default=["nor", "oner", "ircot"])
     parser.add_argument("--force", action="store_true")
@@ -130,7 +136,7 @@ def main() -> None:
     for dataset in args.datasets:
         for method in args.methods:
             r = load_result(
-                cell_name(dataset, method, args.n, args.backend, args.model, args.quantize)
+                cell_name(dataset, method, args.n, args.backend, args.model, args.quantize, args.k)
             )
             if not r:
                 continue
