@@ -4,6 +4,7 @@ fallback recovers, on HotpotQA, 2WikiMultihopQA and MuSiQue samples.
 
     .venv/bin/python benchmarks/ircot.py [--n 100] [--backend llamacpp] [--model smollm2]
         [--datasets hotpotqa 2wiki musique] [--methods nor oner ircot] [--k 8]
+    .venv/bin/python benchmarks/ircot.py --question-recall 2 4 6 8 15   # no LM: BM25, question alone
 
 Each dataset x method cell is saved when it finishes (benchmarks/results/ircot-*.json) and a
 killed cell resumes inside `cgr ircot` from its partial file, so the table fills over sessions.
@@ -112,6 +113,33 @@ def run_cell(args: argparse.Namespace, dataset: str, method: str) -> None:
     print(f"{name}: f1 {row['f1']:.3f} in {row['seconds_per_question']:.1f} s/question", flush=True)
 
 
+def question_recall_table(args: argparse.Namespace) -> None:
+    """Recall of gold paragraphs when the question alone retrieves k paragraphs (BM25, no LM):
+    what IRCoT's reasoning steps must beat at the same number of paragraphs."""
+    from collections import Counter
+
+    from cgr.ircot.commands import load_lenient
+    from cgr.ircot.retrievers import BM25ParagraphRetriever, paragraph_corpus
+
+    rows = []
+    for dataset in args.datasets:
+        questions = load_lenient(DATASETS[dataset], Counter())[: args.n]
+        found = BM25ParagraphRetriever(paragraph_corpus(questions)).retrieve(
+            [q.question for q in questions], max(args.question_recall)
+        )
+        row = {"dataset": dataset, "n": len(questions), "machine": machine()}
+        for k in args.question_recall:
+            values = []
+            for q, paragraphs in zip(questions, found, strict=True):
+                gold = {p.title for p in q.paragraphs if p.is_supporting}
+                values.append(len(gold & {p.title for p in paragraphs[:k]}) / len(gold))
+            row[f"recall@{k}"] = sum(values) / len(values)
+        save_result(f"ircot_question_recall-{dataset}-{args.n}", row)
+        rows.append([dataset, row["n"], *(row[f"recall@{k}"] for k in args.question_recall)])
+    print("Gold-paragraph recall of BM25 with the question alone (no LM), first n questions")
+    print_table(["dataset", "n", *(f"k = {k}" for k in args.question_recall)], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=100)
@@ -127,7 +155,12 @@ def main() -> None:
     parser.add_argument("--methods", nargs="*", default=["nor", "oner", "ircot"])
     parser.add_argument("--force", action="store_true")
     parser.add_argument("--table", action="store_true", help="print saved rows only")
+    parser.add_argument("--question-recall", type=int, nargs="+", metavar="K",
+                        help="only the question-alone BM25 recall at these k (no LM)")  # fmt: skip
     args = parser.parse_args()
+    if args.question_recall:
+        question_recall_table(args)
+        return
     if not args.table:
         for dataset in args.datasets:
             for method in args.methods:
