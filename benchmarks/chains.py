@@ -7,6 +7,7 @@ recall of EntailmentBank gold facts in the retrieval pool vs in Ê.
 
     .venv/bin/python benchmarks/chains.py --config configs/obqa.yaml --name obqa [--checkpoint C]
     .venv/bin/python benchmarks/chains.py --config configs/arc_challenge.yaml --name arc_challenge --entailmentbank
+    .venv/bin/python benchmarks/chains.py --config configs/obqa.yaml --top-facts 5 10 15 20 30 1000
 """
 
 from __future__ import annotations
@@ -273,6 +274,44 @@ def link_share_table(examples, chain_settings: dict, max_evidence: int, args) ->
                  "mean |Ê|", "search ms p50"], rows)  # fmt: skip
 
 
+def top_facts_table(examples, chain_settings: dict, max_evidence: int, args) -> None:
+    """Chains that use only a hypothesis's N best pool facts (by retrieval score): right- vs
+    wrong-answer chain rates, and the gold fact's share in the gold answer's Ê built from those
+    chains and in its N best facts. Measured from one search (300 chains kept per hypothesis),
+    so a row is what restricting the chains afterwards gives, not a search over fewer facts."""
+    chained, _, _ = with_chains(
+        examples, chain_config(chain_settings, max_chains=300), max_evidence
+    )
+    rows, result = [], {"machine": machine(), "rows": []}
+    for n in args.top_facts:
+        rate = {True: [], False: []}
+        e_recall, top_recall = [], []
+        for ex in chained:
+            for i, (chains, pool) in enumerate(zip(ex.chains, ex.pool, strict=True)):
+                ranked = sorted(pool, key=lambda f: -f.score)[:n]
+                top = {f.fact_id for f in ranked}
+                kept = [c for c in chains if set(c.facts) <= top]
+                rate[i == ex.answer_index].append(bool(kept))
+                gold = {text_key(g) for g in ex.gold_facts}
+                if i == ex.answer_index and gold:
+                    used = {text_key(t) for c in kept for t in c.texts}
+                    e_recall.append(len(gold & used) / len(gold))
+                    top_recall.append(len(gold & {text_key(f.text) for f in ranked}) / len(gold))
+        row = {"top_facts": n, "right_with_chain": statistics.mean(rate[True]),
+               "wrong_with_chain": statistics.mean(rate[False]),
+               "E_gold_recall": statistics.mean(e_recall), "top_gold_recall": statistics.mean(top_recall)}  # fmt: skip
+        result["rows"].append(row)
+        rows.append([n, f"{100 * row['right_with_chain']:.1f}", f"{100 * row['wrong_with_chain']:.1f}",
+                     f"{100 * (row['right_with_chain'] - row['wrong_with_chain']):.1f}",
+                     f"{100 * row['E_gold_recall']:.1f}", f"{100 * row['top_gold_recall']:.1f}"])  # fmt: skip
+    save_result(f"chains_top_facts-{args.name}", result)
+    print(
+        f"{args.name} dev, {len(examples)} questions; chains through a hypothesis's N best pool facts only"
+    )
+    print_table(["N best facts", "right answers with a chain %", "wrong answers with a chain %", "gap",
+                 "gold fact in Ê %", "gold fact in the N best %"], rows)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--config", default="configs/obqa.yaml")
@@ -282,6 +321,8 @@ def main() -> None:
     parser.add_argument("--gold-loss", action="store_true", help="where gold facts are lost")
     parser.add_argument("--link-shares", type=float, nargs="+", default=None,
                         help="compare data.chains.max_link_share values (hub concepts)")  # fmt: skip
+    parser.add_argument("--top-facts", type=int, nargs="+", default=None,
+                        help="chain rates when chains may use only a hypothesis's N best facts")  # fmt: skip
     args = parser.parse_args()
     config = train_config(args.config)
     data = config["data"]
@@ -290,6 +331,9 @@ def main() -> None:
     chain_settings["pad_evidence"] = False
     if args.link_shares:
         link_share_table(examples, chain_settings, data["max_evidence"], args)
+        return
+    if args.top_facts:
+        top_facts_table(examples, chain_settings, data["max_evidence"], args)
         return
     if args.gold_loss:  # only this measure, saved on its own (uses the configured parse cache)
         chain_cfg = chain_config(chain_settings)
