@@ -287,12 +287,12 @@ def top_facts_table(examples, chain_settings: dict, max_evidence: int, args) -> 
         rate = {True: [], False: []}
         e_recall, top_recall = [], []
         for ex in chained:
+            gold = {text_key(g) for g in ex.gold_facts}
             for i, (chains, pool) in enumerate(zip(ex.chains, ex.pool, strict=True)):
                 ranked = sorted(pool, key=lambda f: -f.score)[:n]
                 top = {f.fact_id for f in ranked}
                 kept = [c for c in chains if set(c.facts) <= top]
                 rate[i == ex.answer_index].append(bool(kept))
-                gold = {text_key(g) for g in ex.gold_facts}
                 if i == ex.answer_index and gold:
                     used = {text_key(t) for c in kept for t in c.texts}
                     e_recall.append(len(gold & used) / len(gold))

@@ -119,6 +119,7 @@ def question_recall_table(args: argparse.Namespace) -> None:
     from collections import Counter
 
     from cgr.ircot.commands import load_lenient
+    from cgr.ircot.metrics import paragraph_recall
     from cgr.ircot.retrievers import BM25ParagraphRetriever, paragraph_corpus
 
     rows = []
@@ -128,11 +129,11 @@ def question_recall_table(args: argparse.Namespace) -> None:
             [q.question for q in questions], max(args.question_recall)
         )
         row = {"dataset": dataset, "n": len(questions), "machine": machine()}
+        gold = [{p.title for p in q.paragraphs if p.is_supporting} for q in questions]
         for k in args.question_recall:
-            values = []
-            for q, paragraphs in zip(questions, found, strict=True):
-                gold = {p.title for p in q.paragraphs if p.is_supporting}
-                values.append(len(gold & {p.title for p in paragraphs[:k]}) / len(gold))
+            values = [paragraph_recall([p.title for p in paragraphs[:k]], titles)
+                      for paragraphs, titles in zip(found, gold, strict=True)]  # fmt: skip
+            values = [v for v in values if v is not None]
             row[f"recall@{k}"] = sum(values) / len(values)
         save_result(f"ircot_question_recall-{dataset}-{args.n}", row)
         rows.append([dataset, row["n"], *(row[f"recall@{k}"] for k in args.question_recall)])

@@ -66,7 +66,9 @@ def with_gold_paragraphs(name: str, data: str) -> dict:
     no paragraph here), so a method that often chooses nothing gains F1 from those questions."""
     out = RESULTS / "longdoc_runs" / name
     records = [json.loads(line) for line in (out / "predictions.jsonl").open(encoding="utf-8")]
-    needed = gold_questions(data)
+    from cgr.longdoc.document import load_qasper
+
+    needed = gold_questions(load_qasper(ROOT / data))
     scored = [r["evidence_f1"] for r in records if r["id"] in needed]
     chosen = {r["id"]: r["sections"] for r in records if r["id"] in needed and r["sections"]}
     return {"questions_with_gold_paragraphs": len(scored),
@@ -76,11 +78,9 @@ def with_gold_paragraphs(name: str, data: str) -> dict:
             "sections_with_gold_share": section_hits(chosen, needed, len(scored)) if chosen else None}  # fmt: skip
 
 
-def gold_questions(data: str) -> dict:
+def gold_questions(questions: list) -> dict:
     """The questions (by id) where every annotator's evidence names a paragraph."""
-    from cgr.longdoc.document import load_qasper
-
-    return {q.id: q for q in load_qasper(ROOT / data) if all(q.gold_evidence())}
+    return {q.id: q for q in questions if all(q.gold_evidence())}
 
 
 def section_hits(chosen: dict[str, list[str]], questions: dict, total: int) -> float:
@@ -103,7 +103,7 @@ def section_reference(n: int, data: str, k: int = 2) -> dict:
     from cgr.longdoc.summaries import lead
 
     questions = load_qasper(ROOT / data)  # read once: the first n, and those with gold paragraphs
-    needed = {q.id: q for q in questions if all(q.gold_evidence())}
+    needed = gold_questions(questions)
     first = [q for q in questions[:n] if q.id in needed]
     ranker, encoder, drawn = DocumentRanker("dense"), {}, {}
     for q in first:
