@@ -71,6 +71,7 @@ SETTINGS = {
     "beam_open_book5_lr1e-4": ("beam pool, 5 open-book facts first, lr 1e-4", "beam", False,
                                {"open_book_first": 5}, {"lr": 1e-4}),
     "gold": ("oracle: gold fact(s)", "gold", False, {}, {}),
+    "gold_lr1e-4": ("oracle: gold fact(s), lr 1e-4", "gold", False, {}, {"lr": 1e-4}),
 }  # fmt: skip
 DEFAULT_SETTINGS = ["none", "bm25", "dense", "beam", "chains", "gold"]
 CONFIGS = {"obqa": "configs/obqa.yaml", "arc_challenge": "configs/arc_challenge.yaml"}
