@@ -89,18 +89,22 @@ def run_training(config: dict, name: str) -> dict:
     config_file = ckpt_dir / "bench-run.yaml"
     config_file.write_text(text)
     start = time.perf_counter()
-    with subprocess.Popen([sys.executable, "-m", "cgr.cli", "train", "--config", str(config_file)], cwd=ROOT,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:  # fmt: skip
+    out_file, err_file = ckpt_dir / "bench-stdout.log", ckpt_dir / "bench-stderr.log"
+    print(f"{name}: training, progress in {err_file.relative_to(ROOT)}", flush=True)
+    with out_file.open("a") as out, err_file.open("a") as err, subprocess.Popen(
+        [sys.executable, "-m", "cgr.cli", "train", "--config", str(config_file)], cwd=ROOT, stdout=out, stderr=err
+    ) as proc:  # fmt: skip
         while True:  # the minutes so far stay on disk, for a resumed run's total
             try:
-                stdout, stderr = proc.communicate(timeout=60)
+                proc.wait(timeout=60)
                 break
             except subprocess.TimeoutExpired:
                 spent.write_text(str(before + (time.perf_counter() - start) / 60))
     minutes = before + (time.perf_counter() - start) / 60
+    stdout = out_file.read_text()
     lines = stdout.strip().splitlines()
     if proc.returncode != 0 or not lines or not lines[-1].startswith("accuracy:"):
-        sys.stderr.write(stdout[-3000:] + stderr[-5000:])
+        sys.stderr.write(stdout[-3000:] + err_file.read_text()[-5000:])
         raise SystemExit(f"{name} failed (exit {proc.returncode})")
     return {"accuracy": float(lines[-1].split()[1]), "minutes": minutes,
             "questions_per_s": training_speed(log_dir), "val_acc_by_epoch": val_accuracy_by_epoch(log_dir),
@@ -127,13 +131,17 @@ def training_speed(log_dir: Path) -> float | None:
 
 
 def run_cli(name: str, args: list[str]) -> None:
-    """One `cgr` command in a fresh process (a benchmark row); its last error lines on failure."""
-    print(f"{name}: running", flush=True)
-    proc = subprocess.run(
-        [sys.executable, "-m", "cgr.cli", *args], cwd=ROOT, capture_output=True, text=True
-    )
+    """One `cgr` command in a fresh process (a benchmark row); its output goes to
+    logs/bench/NAME.log (progress to follow with `tail -f`), its last lines on failure."""
+    log = ROOT / "logs" / "bench" / f"{name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    print(f"{name}: running, progress in {log.relative_to(ROOT)}", flush=True)
+    with log.open("a") as out:
+        proc = subprocess.run(
+            [sys.executable, "-m", "cgr.cli", *args], cwd=ROOT, stdout=out, stderr=out
+        )
     if proc.returncode != 0:
-        raise SystemExit(f"{name} failed:\n{proc.stderr[-3000:]}")
+        raise SystemExit(f"{name} failed:\n{log.read_text()[-3000:]}")
 
 
 def interval(row: dict, key: str, percent: bool = False) -> str:

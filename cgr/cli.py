@@ -153,8 +153,12 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    usage = f"usage: cgr {{{','.join(COMMANDS)}}} ...  (cgr COMMAND --help for its options)"
+    if argv[:1] in (["-h"], ["--help"]):
+        print(usage)
+        return 0
     if not argv or argv[0] not in COMMANDS:
-        print(f"usage: cgr {{{','.join(COMMANDS)}}} ...", file=sys.stderr)
+        print(usage, file=sys.stderr)
         return 2
     _quiet_environment()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -71,3 +71,13 @@ def test_cgr_train_refuses_a_bad_setting_in_one_line(override, message, capsys):
     assert main(["train", "--config", str(ROOT / "configs" / "default.yaml"), override]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(message), err
+
+
+def test_cgr_help_lists_the_commands_and_an_unknown_command_is_refused(capsys):
+    from cgr.cli import COMMANDS, main
+
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in COMMANDS)
+    assert main(["trian"]) == 2
+    assert capsys.readouterr().err.startswith("usage: cgr {train,")
