@@ -7,7 +7,7 @@ recall of EntailmentBank gold facts in the retrieval pool vs in Ê.
 
     .venv/bin/python benchmarks/chains.py --config configs/obqa.yaml --name obqa [--checkpoint C]
     .venv/bin/python benchmarks/chains.py --config configs/arc_challenge.yaml --name arc_challenge --entailmentbank
-    .venv/bin/python benchmarks/chains.py --config configs/obqa.yaml --top-facts 5 10 15 20 30 1000
+    .venv/bin/python benchmarks/chains.py --config configs/obqa.yaml --top-facts 5 10 15 20 30 1000 [--rank-by relevance]
 """
 
 from __future__ import annotations
@@ -32,16 +32,26 @@ from cgr.amr.parsers import AMRConfig  # noqa: E402
 from cgr.chains.builder import ChainBuilder, ChainConfig  # noqa: E402
 from cgr.data.loaders import iter_jsonl, load_multiple_choice  # noqa: E402
 from cgr.data.records import fact_id  # noqa: E402
-from cgr.evidence.selection import EvidenceConfig, select_evidence, text_key  # noqa: E402
+from cgr.evidence.selection import EvidenceConfig, fact_relevance, select_evidence, text_key  # noqa: E402
 from cgr.retrieval.factory import RetrievalConfig  # noqa: E402
 from cgr.training.datamodule import QADataModule  # noqa: E402
 
 
-def pools(config: dict, question_file: str | list[str], split: str = "dev"):
+def datamodule(config: dict, question_file: str | list[str]) -> QADataModule:
     data = config["data"]
-    dm = QADataModule(train_file=question_file, dev_file=question_file, retrieval=RetrievalConfig(**data["retrieval"]),
-                      chains=ChainConfig(enabled=False), max_evidence=10_000)  # fmt: skip
-    return dm.load_pools(split, question_file)
+    return QADataModule(train_file=question_file, dev_file=question_file, retrieval=RetrievalConfig(**data["retrieval"]),
+                        chains=ChainConfig(enabled=False), max_evidence=10_000)  # fmt: skip
+
+
+def pools(config: dict, question_file: str | list[str], split: str = "dev"):
+    return datamodule(config, question_file).load_pools(split, question_file)
+
+
+def relevance_keys(config: dict, examples) -> list[list[dict[str, float]]]:
+    """Per example and choice, each pool fact's cosine to "question choice" (the order the
+    reader is offered facts in, `data.evidence.order: question_choice`)."""
+    scorer = datamodule(config, config["data"]["dev_file"]).pipeline._relevance_scorer()
+    return fact_relevance(examples, "question_choice", scorer)
 
 
 def chain_config(settings: dict, **overrides) -> ChainConfig:
@@ -51,11 +61,12 @@ def chain_config(settings: dict, **overrides) -> ChainConfig:
     return ChainConfig(amr=AMRConfig(**amr), **rest)
 
 
-def with_chains(examples, chain_cfg: ChainConfig, max_evidence: int):
+def with_chains(examples, chain_cfg: ChainConfig, max_evidence: int, relevance=None):
+    """`relevance` (relevance_keys) ranks facts for `explain_top_facts` as training does."""
     examples = copy.deepcopy(examples)
     builder = ChainBuilder(chain_cfg, progress=False)
     start = time.perf_counter()
-    builder.attach(examples)
+    builder.attach(examples, relevance)
     seconds = time.perf_counter() - start
     only_chain_facts = not chain_cfg.pad_evidence  # the facts read: Ê (padded or not), pool order
     select_evidence(
@@ -82,14 +93,15 @@ def chain_signal(examples) -> dict:
 
 def chain_stats(examples, builder) -> dict:
     gold_with = wrong_with = gold_n = wrong_n = 0
-    lengths, e_sizes, shortest, e_recall = Counter(), [], Counter(), []
+    lengths, kept_sizes, e_sizes, shortest, e_recall = Counter(), [], [], Counter(), []
     for ex in examples:
         gold = {text_key(g) for g in ex.gold_facts}
         if gold and ex.chain_facts:  # Ê of the gold answer: all facts of its evidence_chains chains
             found = {text_key(t) for t in ex.chain_facts[ex.answer_index]}
             e_recall.append(len(gold & found) / len(gold))
+        e_sizes.extend(len(e) for e in ex.chain_facts)
         for i, chains in enumerate(ex.chains):
-            e_sizes.append(len({f for c in chains for f in c.facts}))
+            kept_sizes.append(len({f for c in chains for f in c.facts}))
             lengths.update(len(c.facts) for c in chains)
             if i == ex.answer_index:
                 gold_n += 1
@@ -103,7 +115,7 @@ def chain_stats(examples, builder) -> dict:
     q = statistics.quantiles(per_question, n=100) if len(per_question) > 1 else per_question * 99
     return {"questions": len(examples), "gold_with_chain": gold_with / gold_n, "wrong_with_chain": wrong_with / wrong_n,
             "chain_lengths": dict(sorted(lengths.items())), "gold_shortest_chain": dict(sorted(shortest.items())),
-            "mean_E": statistics.mean(e_sizes),
+            "mean_E": statistics.mean(e_sizes), "mean_kept_chain_facts": statistics.mean(kept_sizes),
             "E_gold_recall": statistics.mean(e_recall) if e_recall else None, "search_ms_p50": 1000 * q[49], "search_ms_p99": 1000 * q[98],
             "counters": dict(builder.counters), **chain_signal(examples)}  # fmt: skip
 
@@ -274,22 +286,27 @@ def link_share_table(examples, chain_settings: dict, max_evidence: int, args) ->
                  "mean |Ê|", "search ms p50"], rows)  # fmt: skip
 
 
-def top_facts_table(examples, chain_settings: dict, max_evidence: int, args) -> None:
-    """Chains that use only a hypothesis's N best pool facts (by retrieval score): right- vs
+def top_facts_table(examples, chain_settings: dict, max_evidence: int, args, config: dict) -> None:
+    """Chains that use only a hypothesis's N best pool facts (`--rank-by retrieval`: by retrieval
+    score; `relevance`: by cosine to "question choice", the reader's order): right- vs
     wrong-answer chain rates, and the gold fact's share in the gold answer's Ê built from those
     chains and in its N best facts. Measured from one search (300 chains kept per hypothesis),
     so a row is what restricting the chains afterwards gives, not a search over fewer facts."""
     chained, _, _ = with_chains(
         examples, chain_config(chain_settings, max_chains=300), max_evidence
     )
-    rows, result = [], {"machine": machine(), "rows": []}
+    if args.rank_by == "relevance":
+        keys = relevance_keys(config, chained)
+    else:
+        keys = [[{f.fact_id: f.score for f in pool} for pool in ex.pool] for ex in chained]
+    rows, result = [], {"machine": machine(), "rank_by": args.rank_by, "rows": []}
     for n in args.top_facts:
         rate = {True: [], False: []}
         e_recall, top_recall = [], []
-        for ex in chained:
+        for ex, ex_keys in zip(chained, keys, strict=True):
             gold = {text_key(g) for g in ex.gold_facts}
             for i, (chains, pool) in enumerate(zip(ex.chains, ex.pool, strict=True)):
-                ranked = sorted(pool, key=lambda f: -f.score)[:n]
+                ranked = sorted(pool, key=lambda f: -ex_keys[i][f.fact_id])[:n]
                 top = {f.fact_id for f in ranked}
                 kept = [c for c in chains if set(c.facts) <= top]
                 rate[i == ex.answer_index].append(bool(kept))
@@ -304,9 +321,10 @@ def top_facts_table(examples, chain_settings: dict, max_evidence: int, args) -> 
         rows.append([n, f"{100 * row['right_with_chain']:.1f}", f"{100 * row['wrong_with_chain']:.1f}",
                      f"{100 * (row['right_with_chain'] - row['wrong_with_chain']):.1f}",
                      f"{100 * row['E_gold_recall']:.1f}", f"{100 * row['top_gold_recall']:.1f}"])  # fmt: skip
-    save_result(f"chains_top_facts-{args.name}", result)
+    suffix = "" if args.rank_by == "retrieval" else f"-{args.rank_by}"
+    save_result(f"chains_top_facts-{args.name}{suffix}", result)
     print(
-        f"{args.name} dev, {len(examples)} questions; chains through a hypothesis's N best pool facts only"
+        f"{args.name} dev, {len(examples)} questions; chains through a hypothesis's N best pool facts only (by {args.rank_by})"
     )
     print_table(["N best facts", "right answers with a chain %", "wrong answers with a chain %", "gap",
                  "gold fact in Ê %", "gold fact in the N best %"], rows)  # fmt: skip
@@ -323,6 +341,10 @@ def main() -> None:
                         help="compare data.chains.max_link_share values (hub concepts)")  # fmt: skip
     parser.add_argument("--top-facts", type=int, nargs="+", default=None,
                         help="chain rates when chains may use only a hypothesis's N best facts")  # fmt: skip
+    parser.add_argument("--explain-top-facts", type=int, default=None,
+                        help="override data.chains.explain_top_facts (0: off)")  # fmt: skip
+    parser.add_argument("--rank-by", choices=["retrieval", "relevance"], default="retrieval",
+                        help="--top-facts: rank a hypothesis's facts by retrieval score or by cosine to 'question choice'")  # fmt: skip
     args = parser.parse_args()
     config = train_config(args.config)
     data = config["data"]
@@ -333,7 +355,7 @@ def main() -> None:
         link_share_table(examples, chain_settings, data["max_evidence"], args)
         return
     if args.top_facts:
-        top_facts_table(examples, chain_settings, data["max_evidence"], args)
+        top_facts_table(examples, chain_settings, data["max_evidence"], args, config)
         return
     if args.gold_loss:  # only this measure, saved on its own (uses the configured parse cache)
         chain_cfg = chain_config(chain_settings)
@@ -345,23 +367,28 @@ def main() -> None:
         print(f"{args.name} dev: gold facts of the gold answer, first stage that loses them")
         print_table(["stage", "gold facts"], list(stages.items()))
         return
+    if args.explain_top_facts is not None:
+        chain_settings["explain_top_facts"] = args.explain_top_facts
+    relevance = (
+        relevance_keys(config, examples) if chain_settings.get("explain_top_facts") else None
+    )
     with tempfile.TemporaryDirectory() as tmp:
         chain_cfg = chain_config(chain_settings, amr={"cache": f"{tmp}/amr.sqlite"})
         _, cold, cold_seconds = with_chains(
-            examples, chain_cfg, data["max_evidence"]
+            examples, chain_cfg, data["max_evidence"], relevance
         )  # parses everything
         sentences = len(
             {h for ex in examples for h in ex.hypotheses}
             | {f.text for ex in examples for p in ex.pool for f in p}
         )
-        chained, warm, _ = with_chains(examples, chain_cfg, data["max_evidence"])
+        chained, warm, _ = with_chains(examples, chain_cfg, data["max_evidence"], relevance)
         result = {"machine": machine(), "dataset": args.name, "embedded_parse_sentences_per_s": sentences / cold_seconds,
                   "chain_config": asdict(chain_cfg), **chain_stats(chained, warm)}  # fmt: skip
         if args.checkpoint:
             padded_cfg = ChainConfig(
                 **{**asdict(chain_cfg), "amr": chain_cfg.amr, "pad_evidence": True}
             )
-            padded, _, _ = with_chains(examples, padded_cfg, data["max_evidence"])
+            padded, _, _ = with_chains(examples, padded_cfg, data["max_evidence"], relevance)
             result["accuracy_by_chain_length"] = accuracy_by_length(
                 padded, args.checkpoint, args.name
             )
@@ -372,8 +399,10 @@ def main() -> None:
     print_table(["measure", "value"], [
         ["correct-answer hypotheses with >= 1 chain", result["gold_with_chain"]],
         ["wrong-answer hypotheses with >= 1 chain", result["wrong_with_chain"]],
+        ["gap (right - wrong)", result["gold_with_chain"] - result["wrong_with_chain"]],
         ["chain lengths (facts: count)", json.dumps(result["chain_lengths"])],
-        ["mean |Ê| (chain facts, unpadded)", result["mean_E"]],
+        ["mean |Ê| (facts of the evidence_chains best chains, unpadded)", result["mean_E"]],
+        ["mean facts on the kept chains (max_chains; export, losses)", result["mean_kept_chain_facts"]],
         ["gold facts of the gold answer in its Ê (all evidence_chains chains)", result["E_gold_recall"]],
         ["chain search per question, p50 / p99 ms", f"{result['search_ms_p50']:.1f} / {result['search_ms_p99']:.1f}"],
         ["embedded parser, sentences/s (cold cache, incl. concept extraction)", result["embedded_parse_sentences_per_s"]],

@@ -48,10 +48,15 @@ class ChainConfig:
     # concepts that more than this share of a hypothesis' pool facts mention do not link facts
     # (1.0: every concept links, the paper; README: chains)
     max_link_share: float = 1.0
+    # N > 0: the kept chains (export, explanations, CGR's losses) use only a hypothesis's N most
+    # relevant pool facts (the reader's order); Ê still comes from all chains. Why: wrong answers
+    # find chains through weak facts as often as right ones (README: chains); 0 is the paper
+    explain_top_facts: int = 0
 
     def __post_init__(self) -> None:
         for name in ("max_facts", "max_chains", "evidence_chains"):
             at_least(f"data.chains.{name}", getattr(self, name), 1)
+        at_least("data.chains.explain_top_facts", self.explain_top_facts, 0)
         positive("data.chains.time_budget_s", self.time_budget_s)
         positive("data.chains.max_link_share", self.max_link_share)
         if self.max_link_share > 1.0:
@@ -73,9 +78,15 @@ class ChainBuilder:
         self.counters: Counter[str] = Counter()
         self.search_seconds: list[float] = []
 
-    def attach(self, examples: list[ReaderExample]) -> None:
+    def attach(
+        self,
+        examples: list[ReaderExample],
+        relevance: list[list[dict[str, float]]] | None = None,
+    ) -> None:
         """Sets each example's `chains` (best first, at most `max_chains` per choice) and
-        `chain_facts` (Ê: the texts of its best `evidence_chains` chains, in pool order)."""
+        `chain_facts` (Ê: the texts of its best `evidence_chains` chains, in pool order).
+        `relevance` (per example and choice, fact id -> score, higher first) ranks the facts
+        for `explain_top_facts`; without it the pool's retrieval scores do."""
         sentences = sorted(
             {h for ex in examples for h in ex.hypotheses}
             | {f.text for ex in examples for pool in ex.pool for f in pool}
@@ -89,15 +100,24 @@ class ChainBuilder:
         self.counters["facts_without_concepts"] += sum(
             not concepts[f.text].concepts for ex in examples for pool in ex.pool for f in pool
         )
-        for ex in tqdm(examples, desc="searching chains", unit="q", disable=not self.progress):
-            self._attach_one(ex, concepts)
+        keys = relevance or [None] * len(examples)
+        for ex, ex_keys in tqdm(
+            zip(examples, keys, strict=True), total=len(examples), desc="searching chains",
+            unit="q", disable=not self.progress,
+        ):  # fmt: skip
+            self._attach_one(ex, concepts, ex_keys)
         log.info("chains: %s", dict(self.counters))
 
-    def _attach_one(self, ex: ReaderExample, concepts: dict[str, AMRConcepts]) -> None:
+    def _attach_one(
+        self,
+        ex: ReaderExample,
+        concepts: dict[str, AMRConcepts],
+        relevance: list[dict[str, float]] | None,
+    ) -> None:
         hyps = [concepts[h] for h in ex.hypotheses]
         q_nodes = question_concepts(hyps)
         ex.chains, ex.chain_facts, any_chain = [], [], False
-        for hyp, pool in zip(hyps, ex.pool, strict=True):
+        for i, (hyp, pool) in enumerate(zip(hyps, ex.pool, strict=True)):
             start = time.perf_counter()
             facts = {f.fact_id: concepts[f.text] for f in pool}
             graph = build_semantic_graph(hyp, q_nodes, facts)
@@ -110,12 +130,19 @@ class ChainBuilder:
             self.counters["hypotheses_with_chains"] += bool(chains)
             any_chain |= bool(chains)
             text = {f.fact_id: f.text for f in pool}
-            ex.chains.append(
-                [
-                    replace(c, texts=tuple(text[f] for f in c.facts))
-                    for c in chains[: self.cfg.max_chains]
-                ]
-            )
+            kept = self._explained(chains, pool, relevance[i] if relevance else None)
+            ex.chains.append([replace(c, texts=tuple(text[f] for f in c.facts)) for c in kept])
             chosen = chain_evidence(chains[: self.cfg.evidence_chains], [f.fact_id for f in pool])
             ex.chain_facts.append([text[f] for f in chosen])
         self.counters["questions_without_chains"] += not any_chain
+
+    def _explained(self, chains: list, pool: list, relevance: dict[str, float] | None) -> list:
+        """The chains kept for export and the losses: the best `max_chains`, through the
+        hypothesis's `explain_top_facts` most relevant facts only when that is set."""
+        n = self.cfg.explain_top_facts
+        if n > 0:
+            key = relevance or {f.fact_id: f.score for f in pool}
+            top = {f.fact_id for f in sorted(pool, key=lambda f: -key.get(f.fact_id, 0.0))[:n]}
+            found, chains = bool(chains), [c for c in chains if set(c.facts) <= top]
+            self.counters["hypotheses_with_chains_only_beyond_top_facts"] += found and not chains
+        return chains[: self.cfg.max_chains]

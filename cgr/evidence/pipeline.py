@@ -18,7 +18,7 @@ from cgr.data.hypothesis import HypothesisGenerator
 from cgr.data.records import Question
 from cgr.errors import ConfigError
 from cgr.evidence.pools import build_examples
-from cgr.evidence.selection import EvidenceConfig, select_evidence, text_key
+from cgr.evidence.selection import EvidenceConfig, fact_relevance, select_evidence, text_key
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.factory import RetrievalConfig, build_retriever
 
@@ -110,7 +110,7 @@ class EvidencePipeline:
         if self.chains.enabled and search_chains:
             if self._chain_builder is None:
                 self._chain_builder = ChainBuilder(self.chains, progress=self.progress)
-            self._chain_builder.attach(examples)
+            self._chain_builder.attach(examples, self._explain_relevance(examples))
         elif not self.chains.enabled:
             for ex in examples:  # a second selection without chains reads the plain pool
                 ex.chains, ex.chain_facts = [], []
@@ -151,6 +151,15 @@ class EvidencePipeline:
             facts = Corpus.from_files([self.retrieval.open_book]).facts
             self._open_book = frozenset(text_key(f.text) for f in facts)
         return self._open_book
+
+    def _explain_relevance(self, examples: list[ReaderExample]):
+        """What ranks a choice's facts for `data.chains.explain_top_facts`: the reader's order."""
+        if not self.chains.explain_top_facts:
+            return None
+        scorer = None
+        if self.evidence.order != "retrieval" and any(p for ex in examples for p in ex.pool):
+            scorer = self._relevance_scorer()
+        return fact_relevance(examples, self.evidence.order if scorer else "retrieval", scorer)
 
     def _relevance_scorer(self):
         if self._relevance is None:

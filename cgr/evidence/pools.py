@@ -117,6 +117,8 @@ def chain_cache_path(pool_cache: Path, chains: ChainConfig) -> Path:
     setting that changes them (not where the AMR cache lives or the parse batch size)."""
     settings = asdict(chains)
     settings["amr"] = {k: v for k, v in settings["amr"].items() if k not in {"cache", "batch_size"}}
+    if not settings["explain_top_facts"]:  # added later: off keeps the keys of caches before it
+        del settings["explain_top_facts"]
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
     return pool_cache.with_name(f"{pool_cache.stem}.chains-{key}.jsonl")
 

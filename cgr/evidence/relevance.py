@@ -1,7 +1,8 @@
 """Relevance of a pool fact to one answer choice: cosine(query, fact) under the evidence encoder,
 the query being the choice's hypothesis or "question choice". Why: a beam pool mixes scores of
 different queries (step 1: the hypothesis; step 2: hypothesis + a first fact), so retrieval
-scores do not rank facts by what they say about the choice. Corpus facts reuse the cached corpus vectors; other texts are encoded once and kept."""
+scores do not rank facts by what they say about the choice. Corpus facts reuse the cached corpus vectors; other texts and the queries are encoded once and
+kept."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ class HypothesisRelevance:
     def __init__(self, encoder: TextEncoder, corpus: Corpus | None = None, cache_dir: str = ""):
         self.encoder = encoder
         self._vectors: dict[str, np.ndarray] = {}
+        self._queries: dict[str, np.ndarray] = {}  # chains and selection ask for the same ones
         self._corpus, self._corpus_vectors = corpus, None
         if corpus is not None:
             folder = cache_folder(cache_dir, encoder.model_name, corpus)
@@ -42,7 +44,9 @@ class HypothesisRelevance:
         """Per query (a hypothesis or "question choice"), the cosine of each fact of its pool."""
         if not hypotheses:
             return []
-        queries = self.encoder.encode(hypotheses)
+        new = list(dict.fromkeys(h for h in hypotheses if h not in self._queries))
+        self._queries.update(zip(new, self.encoder.encode(new), strict=True))
+        queries = [self._queries[h] for h in hypotheses]
         out = []
         for q, pool in zip(queries, pools, strict=True):
             out.append((self._fact_vectors(pool) @ q).tolist() if pool else [])

@@ -58,6 +58,28 @@ def text_key(text: str) -> str:
     return _NON_WORD.sub(" ", text.lower()).strip()
 
 
+def relevance_queries(examples: list[ReaderExample], order: str) -> list[str]:
+    """One query per choice, examples in turn: what `order` ranks a choice's facts by."""
+    if order == "hypothesis":
+        return [h for ex in examples for h in ex.hypotheses]
+    return [f"{ex.question} {c}" for ex in examples for c in ex.choices]
+
+
+def fact_relevance(
+    examples: list[ReaderExample], order: str, relevance
+) -> list[list[dict[str, float]]]:
+    """Per example and choice, each pool fact's relevance (higher first) under `order`:
+    the cosine to the choice's query, or the retrieval score for `retrieval`."""
+    if order == "retrieval":
+        return [[{f.fact_id: f.score for f in pool} for pool in ex.pool] for ex in examples]
+    pools = [pool for ex in examples for pool in ex.pool]
+    sims = iter(relevance.scores(relevance_queries(examples, order), pools))
+    return [
+        [{f.fact_id: s for f, s in zip(pool, next(sims), strict=True)} for pool in ex.pool]
+        for ex in examples
+    ]
+
+
 def _dedupe(facts: list[RetrievedFact]) -> list[RetrievedFact]:
     seen, out = set(), []
     for f in facts:
@@ -117,10 +139,7 @@ def select_evidence(
     if rerank:
         if relevance is None:
             raise ConfigError(f"data.evidence.order {cfg.order} needs a relevance scorer")
-        if cfg.order == "hypothesis":
-            hyps = [h for ex in examples for h in ex.hypotheses]
-        else:
-            hyps = [f"{ex.question} {c}" for ex in examples for c in ex.choices]
+        hyps = relevance_queries(examples, cfg.order)
         scores = iter(relevance.scores(hyps, [pool for pools in offered for pool in pools]))
     for ex, pools in zip(examples, offered, strict=True):
         ranked = []

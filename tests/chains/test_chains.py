@@ -171,6 +171,37 @@ def test_evidence_comes_from_more_chains_than_are_kept(sample_examples, tmp_path
     assert set(ex.chain_facts[0]) == set(texts)  # Ê is kept apart for the selection step
 
 
+def test_explained_chains_use_only_the_most_relevant_facts_while_e_uses_all(
+    sample_examples, tmp_path
+):
+    from cgr.amr.parsers import AMRConfig
+    from cgr.chains.builder import ChainBuilder, ChainConfig
+    from cgr.errors import ConfigError
+    from cgr.retrieval.base import RetrievedFact
+
+    _, plain, _ = sample_examples
+    texts = ["copper is a good conductor of electricity", "metal is a good conductor of electricity",
+             "copper is a metal"]  # fmt: skip
+    pool = [RetrievedFact(f"f{i}", t, 1.0) for i, t in enumerate(texts)]
+    cache = str(tmp_path / "a.sqlite")
+
+    def chains_with(top: int, relevance: dict[str, float] | None):
+        ex = type(plain)(
+            **{**plain.__dict__, "pool": [list(pool) for _ in plain.choices], "chains": []}
+        )
+        cfg = ChainConfig(amr=AMRConfig(cache=cache), explain_top_facts=top)
+        keys = [[relevance] * len(plain.choices)] if relevance else None
+        ChainBuilder(cfg, progress=False).attach([ex], keys)
+        return [c.facts for c in ex.chains[0]], set(ex.chain_facts[0])
+
+    assert chains_with(0, None) == ([("f0",), ("f1", "f2")], set(texts))
+    # the 2-fact chain passes through f1, which is not among the one most relevant fact
+    assert chains_with(1, {"f0": 0.9, "f1": 0.1, "f2": 0.5}) == ([("f0",)], set(texts))
+    assert chains_with(2, {"f0": 0.1, "f1": 0.9, "f2": 0.8}) == ([("f1", "f2")], set(texts))
+    with pytest.raises(ConfigError, match="explain_top_facts"):
+        ChainConfig(explain_top_facts=-1)
+
+
 def test_multi_word_frames_and_question_words_never_link_facts():
     graph = (
         "(b / be-located-at-91 :ARG1 (c / collection :mod (w / what)) :ARG2 (m / multi-sentence))"

@@ -67,7 +67,7 @@ def test_a_train_budget_takes_questions_from_every_train_file_in_turn(tmp_path):
     assert [ex.question_id for ex in dm.splits["train"]] == [ids[0], ids[6], ids[1], ids[7], ids[2]]
 
 
-def _chain_datamodule(tmp_path) -> QADataModule:
+def _chain_datamodule(tmp_path, explain_top_facts: int = 0) -> QADataModule:
     from cgr.amr.parsers import AMRConfig
     from cgr.chains.builder import ChainConfig
     from cgr.retrieval.factory import RetrievalConfig
@@ -77,7 +77,9 @@ def _chain_datamodule(tmp_path) -> QADataModule:
         train_file=str(SAMPLE / "train.jsonl"),
         dev_file=str(SAMPLE / "dev.jsonl"),
         retrieval=RetrievalConfig(method="bm25", corpus=[str(SAMPLE / "facts.txt")]),
-        chains=ChainConfig(amr=AMRConfig(cache=str(tmp_path / "amr.sqlite"))),
+        chains=ChainConfig(
+            amr=AMRConfig(cache=str(tmp_path / "amr.sqlite")), explain_top_facts=explain_top_facts
+        ),
         max_train_questions=4,
         pool_cache_dir=str(tmp_path / "pools"),
     )
@@ -93,7 +95,7 @@ def test_chains_are_searched_once_then_read_from_next_to_the_pools(tmp_path, mon
     searched = first.splits["dev"]
     assert any(chains for ex in searched for chains in ex.chains)
 
-    def no_search(self, examples):
+    def no_search(self, examples, relevance=None):
         raise AssertionError("chains searched again despite the cache")
 
     monkeypatch.setattr(ChainBuilder, "attach", no_search)
@@ -110,3 +112,27 @@ def test_chains_are_searched_once_then_read_from_next_to_the_pools(tmp_path, mon
     third.setup("validate")
     assert [ex.chain_facts for ex in third.splits["dev"]] == [ex.chain_facts for ex in searched]
     assert len(cached[0].read_text().splitlines()) == len(lines)
+
+
+def test_explained_chains_go_through_the_facts_the_reader_ranks_first(tmp_path):
+    """explain_top_facts ranks facts as the reader's order does (cosine to "question choice"
+    with the real MiniLM), caches its chains apart, and leaves Ê as without it."""
+    from cgr.evidence.selection import fact_relevance
+
+    full = _chain_datamodule(tmp_path)
+    full.setup("validate")
+    top2 = _chain_datamodule(tmp_path, explain_top_facts=2)
+    top2.setup("validate")
+    assert len(list((tmp_path / "pools").glob("*.chains-*.jsonl"))) == 2
+    examples = top2.splits["dev"]
+    relevance = fact_relevance(examples, "question_choice", top2.pipeline._relevance_scorer())
+    dropped = 0
+    for ex, before, keys in zip(examples, full.splits["dev"], relevance, strict=True):
+        assert ex.chain_facts == before.chain_facts
+        for chains, all_chains, pool, key in zip(
+            ex.chains, before.chains, ex.pool, keys, strict=True
+        ):
+            best = {f.fact_id for f in sorted(pool, key=lambda f: -key[f.fact_id])[:2]}
+            assert all(set(c.facts) <= best for c in chains)
+            dropped += len(all_chains) - len(chains)
+    assert dropped > 0, "the sample data has chains through less relevant facts"
