@@ -63,6 +63,9 @@ SETTINGS = {
     "none_mpnet": ("no facts; mpnet reader", "none", False, {}, {"reader_model": "mpnet"}),
     "beam": ("beam-iterative pool", "beam", False, {}, {}),
     "chains": ("Ê (chains, padded)", "beam", True, {}, {}),
+    # chains over the one-step dense pool (19 facts per choice) instead of the 55-fact beam pool
+    "dense_chains": ("Ê over the dense one-step pool (padded)", "dense", True, {}, {}),
+    "dense_chains_lr1e-4": ("Ê over the dense pool, lr 1e-4", "dense", True, {}, {"lr": 1e-4}),
     # the open book's best N facts first (OBQA's gold facts are open-book sentences)
     "beam_open_book3": ("beam pool, 3 open-book facts first", "beam", False, {"open_book_first": 3}, {}),
     "beam_open_book5": ("beam pool, 5 open-book facts first", "beam", False, {"open_book_first": 5}, {}),
