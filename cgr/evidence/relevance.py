@@ -1,8 +1,9 @@
 """Relevance of a pool fact to one answer choice: cosine(query, fact) under the evidence encoder,
 the query being the choice's hypothesis or "question choice". Why: a beam pool mixes scores of
 different queries (step 1: the hypothesis; step 2: hypothesis + a first fact), so retrieval
-scores do not rank facts by what they say about the choice. Corpus facts reuse the cached corpus vectors; other texts and the queries are encoded once and
-kept."""
+scores do not rank facts by what they say about the choice. Corpus facts reuse the cached
+corpus vectors; other texts are encoded once and kept; the last call's queries are kept for the
+next call (chain selection and evidence selection ask for the same ones)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ class HypothesisRelevance:
     def __init__(self, encoder: TextEncoder, corpus: Corpus | None = None, cache_dir: str = ""):
         self.encoder = encoder
         self._vectors: dict[str, np.ndarray] = {}
-        self._queries: dict[str, np.ndarray] = {}  # chains and selection ask for the same ones
+        self._queries: dict[str, np.ndarray] = {}  # the last call's only: bounded under serve
         self._corpus, self._corpus_vectors = corpus, None
         if corpus is not None:
             folder = cache_folder(cache_dir, encoder.model_name, corpus)
@@ -44,8 +45,10 @@ class HypothesisRelevance:
         """Per query (a hypothesis or "question choice"), the cosine of each fact of its pool."""
         if not hypotheses:
             return []
-        new = list(dict.fromkeys(h for h in hypotheses if h not in self._queries))
-        self._queries.update(zip(new, self.encoder.encode(new), strict=True))
+        unique = list(dict.fromkeys(hypotheses))
+        new = [h for h in unique if h not in self._queries]
+        encoded = dict(zip(new, self.encoder.encode(new), strict=True))
+        self._queries = {h: self._queries[h] if h in self._queries else encoded[h] for h in unique}
         queries = [self._queries[h] for h in hypotheses]
         out = []
         for q, pool in zip(queries, pools, strict=True):
