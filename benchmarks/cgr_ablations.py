@@ -40,6 +40,9 @@ ROWS = {
     # the reader on Ê with the retriever frozen: what the chains give without CGR's losses
     "chains": ("iterative retrieval + chains (Ê) + reader", READER, "beam", True, ()),
     "cgr": ("CGR", CGR, "beam", True, ()),
+    # the paper's beam pool against one dense step (the pool with more gold facts read, issue 15)
+    "dense": ("dense one-step retrieval + reader", READER, "dense", False, ()),
+    "cgr_dense": ("CGR over the dense one-step pool", CGR, "dense", True, ()),
     "no_global": ("CGR w/o L_global", CGR, "beam", True, ("use_global",)),
     "no_mle": ("CGR w/o L_mle", CGR, "beam", True, ("use_mle",)),
     "no_rl": ("CGR w/o L_rl", CGR, "beam", True, ("use_rl",)),
