@@ -64,6 +64,7 @@ def row_config(base: dict, row: str, seed: int, budget: argparse.Namespace) -> d
         init["lr"] = float(budget.lr)
     if model_class == CGR:
         init.update({k: k not in off for k in LOSSES})
+        init["gradient_clipping"] = budget.gradient_clipping
     config["model"] = {"class_path": model_class, "init_args": init}
     data = config["data"]
     data["max_train_questions"] = budget.train_questions
@@ -74,7 +75,9 @@ def row_config(base: dict, row: str, seed: int, budget: argparse.Namespace) -> d
 
 def tag(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> str:
     lr = f"-lr{budget.lr}" if budget.lr else ""  # runs at the config's lr keep their old names
-    return f"cgr_ablations-{dataset}-{row}-q{budget.train_questions}-e{budget.epochs}-l{budget.max_length}{lr}-s{seed}"
+    # CGR runs before session 38 clipped one joint gradient norm; they keep their names
+    clip = "-clipeach" if ROWS[row][1] == CGR and budget.gradient_clipping == "each" else ""
+    return f"cgr_ablations-{dataset}-{row}-q{budget.train_questions}-e{budget.epochs}-l{budget.max_length}{lr}{clip}-s{seed}"
 
 
 def learning_rate(text: str) -> str:
@@ -120,6 +123,9 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--lr", type=learning_rate, default=None,
                         help="e.g. 1e-4 (default: the config's); runs are saved under their own names")  # fmt: skip
+    parser.add_argument("--gradient-clipping", default="each", choices=["each", "joint"],
+                        help="CGR rows: clip the reader and query encoder apart (each) or one norm "
+                             "(joint: every CGR run before session 38)")  # fmt: skip
     parser.add_argument("--force", action="store_true", help="re-run rows that have a result")
     parser.add_argument("--table", action="store_true", help="only print the table")
     args = parser.parse_args()
@@ -128,6 +134,7 @@ def main() -> None:
         epochs=args.epochs,
         max_length=args.max_length,
         lr=args.lr,
+        gradient_clipping=args.gradient_clipping,
     )
     base = train_config(CONFIGS[args.dataset])
     if not args.table:
@@ -160,7 +167,7 @@ def main() -> None:
         table += reread_rows(args.dataset, row, args.seeds, budget)
     print(f"{args.dataset} dev accuracy (%), MiniLM reader and retriever; budget: "
           f"{args.train_questions or 'all'} train questions x {args.epochs} epoch(s), max length {args.max_length}, "
-          f"lr {args.lr or 'from the config'}; "
+          f"lr {args.lr or 'from the config'}; CGR gradient clipping {args.gradient_clipping}; "
           f"seeds {args.seeds}; {machine()}")  # fmt: skip
     print_table(["model", "dev accuracy", "seeds", "train questions/s", "minutes/run"], table)
     if "cgr" in speeds and "iterative" in speeds:

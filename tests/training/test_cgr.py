@@ -9,6 +9,7 @@ import sys
 import time
 
 import pytest
+import pytorch_lightning as pl
 import torch
 
 from cgr.cli import main
@@ -154,6 +155,55 @@ def test_query_encoder_learns_from_the_chain_losses(tmp_path):
     loss.backward()
     grads = [p.grad for p in module.query_encoder.parameters() if p.grad is not None]
     assert grads and sum(g.abs().sum() for g in grads) > 0
+
+
+def grad_norm(module: torch.nn.Module) -> float:
+    return torch.sqrt(
+        sum((p.grad**2).sum() for p in module.parameters() if p.grad is not None)
+    ).item()
+
+
+@pytest.mark.parametrize("clipping", ["each", "joint"])
+def test_gradient_clipping_each_model_keeps_the_reader_step(clipping):
+    """With `each`, a large query-encoder gradient no longer shrinks the reader's step."""
+    from cgr.chains.search import Chain
+    from cgr.reader.examples import ReaderExample
+    from cgr.retrieval.base import RetrievedFact
+    from cgr.training.cgr_module import CGRModule
+
+    module = CGRModule(max_length=32, disable_dropout=True, gradient_clipping=clipping)
+    texts = [
+        ("metal conducts electricity", "copper is a metal"),
+        ("a bear hibernates", "winter is cold"),
+    ]
+    batch = [ReaderExample(f"q{i}", "Which one?", ["A", "B"], ["copper", "wood"], [f"Hypothesis {i}.", "Other."],
+                           [[RetrievedFact("f", texts[i][0], 1.0)], []], 0,
+                           [[Chain(("a", "b"), ("x", "y", "z"), texts[i])], []], [texts[i][1]])
+             for i in range(2)]  # fmt: skip
+    module.training_step(batch, 0).backward()
+    for p in module.query_encoder.parameters():
+        if p.grad is not None:
+            p.grad.mul_(1000.0)  # the chain losses' large gradients, made certain
+    reader, query = grad_norm(module.reader), grad_norm(module.query_encoder)
+    assert query > 10 * max(reader, 1.0)
+    module.trainer = pl.Trainer(accelerator="cpu", logger=False, enable_checkpointing=False)
+    optimizer = torch.optim.AdamW(module.parameter_groups())
+    module.configure_gradient_clipping(optimizer, 1.0, "norm")
+    if clipping == "each":
+        assert grad_norm(module.reader) == pytest.approx(min(reader, 1.0), rel=1e-4)
+        assert grad_norm(module.query_encoder) == pytest.approx(1.0, rel=1e-4)
+    else:  # one norm over both: the reader's share shrinks with the query encoder's size
+        scale = 1.0 / (reader**2 + query**2) ** 0.5
+        assert grad_norm(module.reader) == pytest.approx(reader * scale, rel=1e-3)
+
+
+def test_gradient_clipping_value_is_checked():
+    from cgr.training.cgr_module import CGRModule
+
+    with pytest.raises(
+        ConfigError, match="model.gradient_clipping: 'both' is not one of each, joint"
+    ):
+        CGRModule(max_length=32, gradient_clipping="both")
 
 
 def test_non_finite_loss_stops_with_step_and_batch_named():
