@@ -50,6 +50,7 @@ ROWS = {
     "no_chain_losses": ("CGR w/o L_D (L_reader + L_S only)", CGR, "beam", True, ("use_mle", "use_rl", "use_global")),
 }  # fmt: skip
 CONFIGS = {"obqa": "configs/obqa_cgr_cpu.yaml", "arc_challenge": "configs/arc_challenge.yaml"}
+HISTORIC_LR = 5e-5
 READER_ARGS = ("reader_model", "max_length", "lr", "weight_decay", "warmup_ratio")
 
 
@@ -73,8 +74,15 @@ def row_config(base: dict, row: str, seed: int, budget: argparse.Namespace) -> d
     return config
 
 
+def lr_text(value: float) -> str:
+    """1e-4 -> "1e-4", 2.5e-5 -> "2.5e-5": a config's learning rate as a result name part."""
+    mantissa, exponent = f"{value:e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
 def tag(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> str:
-    lr = f"-lr{budget.lr}" if budget.lr else ""  # runs at the config's lr keep their old names
+    # runs at lr 5e-5 (the configs' rate before session 38) keep their old names
+    lr = f"-lr{budget.lr}" if budget.lr and float(budget.lr) != HISTORIC_LR else ""
     # CGR runs before session 38 clipped one joint gradient norm; they keep their names
     clip = "-clipeach" if ROWS[row][1] == CGR and budget.gradient_clipping == "each" else ""
     return f"cgr_ablations-{dataset}-{row}-q{budget.train_questions}-e{budget.epochs}-l{budget.max_length}{lr}{clip}-s{seed}"
@@ -137,6 +145,8 @@ def main() -> None:
         gradient_clipping=args.gradient_clipping,
     )
     base = train_config(CONFIGS[args.dataset])
+    if budget.lr is None:  # the config's rate names the results as --lr would
+        budget.lr = lr_text(float(base["model"]["init_args"]["lr"]))
     if not args.table:
         for seed in args.seeds:
             for row in args.rows:
@@ -167,7 +177,7 @@ def main() -> None:
         table += reread_rows(args.dataset, row, args.seeds, budget)
     print(f"{args.dataset} dev accuracy (%), MiniLM reader and retriever; budget: "
           f"{args.train_questions or 'all'} train questions x {args.epochs} epoch(s), max length {args.max_length}, "
-          f"lr {args.lr or 'from the config'}; CGR gradient clipping {args.gradient_clipping}; "
+          f"lr {budget.lr}; CGR gradient clipping {args.gradient_clipping}; "
           f"seeds {args.seeds}; {machine()}")  # fmt: skip
     print_table(["model", "dev accuracy", "seeds", "train questions/s", "minutes/run"], table)
     if "cgr" in speeds and "iterative" in speeds:
