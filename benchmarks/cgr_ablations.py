@@ -29,6 +29,7 @@ from benchmarks.common import (
     save_result,
     train_config,
 )  # noqa: E402
+from cgr.training.cgr_module import GRADIENT_CLIPPING  # noqa: E402
 
 READER = "cgr.training.module.ReaderModule"
 CGR = "cgr.training.cgr_module.CGRModule"
@@ -131,7 +132,7 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--lr", type=learning_rate, default=None,
                         help="e.g. 1e-4 (default: the config's); runs are saved under their own names")  # fmt: skip
-    parser.add_argument("--gradient-clipping", default="each", choices=["each", "joint"],
+    parser.add_argument("--gradient-clipping", default="each", choices=GRADIENT_CLIPPING,
                         help="CGR rows: clip the reader and query encoder apart (each) or one norm "
                              "(joint: every CGR run before session 38)")  # fmt: skip
     parser.add_argument("--force", action="store_true", help="re-run rows that have a result")

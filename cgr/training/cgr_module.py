@@ -307,12 +307,8 @@ class CGRModule(ReaderModule):
     ) -> None:
         """Called by Lightning after the gradients are unscaled (mixed precision) and reduced
         across DDP ranks, so every rank clips the same norms."""
-        by_norm = gradient_clip_algorithm in (None, "norm")
-        if (
-            self.hparams.get("gradient_clipping", "each") == "joint"
-            or not gradient_clip_val
-            or not by_norm
-        ):
+        by_norm = gradient_clip_algorithm in (None, "norm")  # "value" clips each entry anyway
+        if self.hparams.gradient_clipping == "joint" or not gradient_clip_val or not by_norm:
             super().configure_gradient_clipping(
                 optimizer, gradient_clip_val, gradient_clip_algorithm
             )
