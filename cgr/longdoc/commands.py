@@ -52,7 +52,8 @@ def summarise(records: list[dict], summary_usage: Counter, documents: int) -> di
         "evidence_tokens_per_question": mean("evidence_tokens"),
         "evidence_calls_per_question": mean("evidence_calls"),
         "paragraphs_per_question": sum(len(r["paragraphs"]) for r in records) / n,
-        "seconds_per_question": mean("seconds"),
+        "seconds_per_question": mean("seconds"),  # calls read from the cache at their first time
+        "cache_hits_per_question": sum(r["usage"].get("cache_hits", 0) for r in records) / n,
         # LM summaries are written once per document (cached after): not in the per-question counts
         "summary_usage_this_run": dict(summary_usage),
     }  # fmt: skip
@@ -83,7 +84,9 @@ def main(argv: list[str]) -> int:
     lm = None
     if needs_lm:
         gen_cfg.history_cache = 0  # prompts here share no start but the chat header
-        lm = CountingLM(build_generator(gen_cfg), gen_cfg.model)
+        signature = json.dumps(asdict(gen_cfg), sort_keys=True)
+        lm = CountingLM(build_generator(gen_cfg), gen_cfg.model, cache=cfg.lm_cache or None,
+                        signature=signature)  # fmt: skip
     summarizer = Summarizer(summary_cfg, lm)
     qa = LongDocQA(cfg, lm, summarizer)
     partial = partial_results(out, argv)

@@ -2,11 +2,23 @@
 format, and an account of every call (the paper's "tokens processed" and "API calls").
 
 Any backend of `cgr ircot` (transformers, ctranslate2, llama.cpp) works: they share
-`generate(prompts, stop, max_new_tokens)`, `count_tokens` and `tokenizer`."""
+`generate(prompts, stop, max_new_tokens)`, `count_tokens` and `tokenizer`.
+
+With a `cache` (sqlite, the AMR parse cache's table), every generation is stored under a hash of
+the generator's settings, the prompt, the stop rule and the token limit, with the seconds it
+took. Decoding is greedy, so a stored output is what the LM would write again: methods that
+share calls (MAP-REDUCE's first stage is CHUNK; D3's variants ask for the same sections) and
+re-runs read them instead of decoding again. A cached call still counts as processed (its calls
+and tokens, and its first-measured seconds under `cache_seconds`), so the accounting of a method
+does not depend on what ran before it."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import time
 from collections import Counter
+from pathlib import Path
 
 import torch
 
@@ -14,11 +26,20 @@ from cgr.errors import ConfigError
 
 
 class CountingLM:
-    def __init__(self, generator, name: str, chat: bool = True):
+    def __init__(self, generator, name: str, chat: bool = True, cache: str | Path | None = None,
+                 signature: str = ""):  # fmt: skip
+        """`signature`: everything about the generator that changes its outputs (backend,
+        weights, dtype...), so a cache shared by several configurations never mixes them."""
         self.generator, self.name = generator, name
         tokenizer = getattr(generator, "tokenizer", None)
         self.chat = chat and bool(getattr(tokenizer, "chat_template", None))
         self.max_input_tokens = int(getattr(generator, "max_input_tokens", 2048))
+        self.namespace = "generation:" + hashlib.sha256(f"{name}\n{signature}".encode()).hexdigest()[:24]  # fmt: skip
+        self._cache = None
+        if cache:
+            from cgr.amr.cache import ParseCache
+
+            self._cache = ParseCache(cache)
 
     def prompt(self, instruction: str) -> str:
         """The instruction as the model expects a user turn (its chat template, if it has one)."""
@@ -52,12 +73,42 @@ class CountingLM:
         if not instructions:
             return []
         prompts = [self.prompt(i) for i in instructions]
-        outputs = self.generator.generate(prompts, stop=stop, max_new_tokens=max_new_tokens)
+        outputs = self._generate(prompts, stop, max_new_tokens, usage)
         if usage is not None:
             usage[f"{stage}_calls"] += len(prompts)
             usage[f"{stage}_prompt_tokens"] += sum(self.count(p) for p in prompts)
-            usage[f"{stage}_generated_tokens"] += sum(o.new_tokens for o in outputs)
-        return [o.text for o in outputs]
+            usage[f"{stage}_generated_tokens"] += sum(o["new_tokens"] for o in outputs)
+        return [o["text"] for o in outputs]
+
+    def _generate(self, prompts: list[str], stop: str, max_new_tokens: int,
+                  usage: Counter | None) -> list[dict]:  # fmt: skip
+        """text, new_tokens and seconds per prompt: from the cache when it holds them (their
+        seconds are added to `usage["cache_seconds"]`), else decoded now (and stored)."""
+
+        def decode(batch: list[str]) -> list[str]:
+            start = time.perf_counter()
+            out = self.generator.generate(batch, stop=stop, max_new_tokens=max_new_tokens)
+            each = (time.perf_counter() - start) / len(batch)
+            return [json.dumps({"text": o.text, "new_tokens": o.new_tokens, "seconds": each})
+                    for o in out]  # fmt: skip
+
+        if self._cache is None:
+            return [json.loads(o) for o in decode(prompts)]
+        keys = [
+            hashlib.sha256(json.dumps([p, stop, max_new_tokens]).encode()).hexdigest()
+            for p in prompts
+        ]
+        by_key = dict(zip(keys, prompts, strict=True))
+        stored = self._cache.get_many(self.namespace, keys)
+        found = self._cache.parse(self.namespace, keys, lambda ks: decode([by_key[k] for k in ks]),
+                                  batch_size=len(keys), progress=False)  # fmt: skip
+        outputs = [json.loads(o) for o in found]
+        if usage is not None:
+            for key, output in zip(keys, outputs, strict=True):
+                if key in stored:
+                    usage["cache_hits"] += 1
+                    usage["cache_seconds"] += output["seconds"]
+        return outputs
 
     @torch.no_grad()
     def option_scores(self, instruction: str, options: list[str], stage: str,

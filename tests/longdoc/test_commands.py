@@ -9,7 +9,9 @@ import pytest
 from cgr.cli import main
 from tests.longdoc.test_document import PAPERS
 
-BASE = ["longdoc", "--config", "configs/d3_qasper.yaml", "--data", str(PAPERS)]
+# each test decodes (the cache has a test of its own)
+BASE = ["longdoc", "--config", "configs/d3_qasper.yaml", "--data", str(PAPERS),
+        "--longdoc.lm_cache", ""]  # fmt: skip
 
 
 def last_line(capsys) -> list[str]:
@@ -48,6 +50,38 @@ def test_paragraph_baseline_finds_the_evidence_of_plain_questions(tmp_path, caps
     }
     for qid in ("birds-q1", "bread-q1", "bread-q2"):
         assert records[qid]["evidence_f1"] == 1.0, records[qid]
+
+
+@pytest.mark.slow
+def test_mapreduce_reads_chunks_calls_from_the_generation_cache(tmp_path, capsys):
+    cache = ["--longdoc.lm_cache", str(tmp_path / "lm.sqlite"), "--longdoc.chunk_tokens", "200",
+             "--limit", "2"]  # fmt: skip
+
+    def run(method: str, name: str) -> list[dict]:
+        assert main([*BASE, *cache, "--method", method, "--out", str(tmp_path / name)]) == 0
+        lines = (tmp_path / name / "predictions.jsonl").read_text().splitlines()
+        return [json.loads(line) for line in lines]
+
+    chunk = run("chunk", "chunk")
+    assert all(r["usage"]["chunk_calls"] > 1 and "cache_hits" not in r["usage"] for r in chunk)
+    reduce = run("mapreduce", "mapreduce")
+    for c, m in zip(chunk, reduce, strict=True):
+        # the first stage is CHUNK's calls, read back with their tokens and first seconds
+        assert m["usage"]["cache_hits"] >= c["usage"]["chunk_calls"]
+        for key in ("chunk_calls", "chunk_prompt_tokens", "chunk_generated_tokens"):
+            assert m["usage"][key] == c["usage"][key]
+        first = [o for o in m["lm_outputs"] if o["stage"] == "chunk"]
+        assert first == [o for o in c["lm_outputs"] if o["stage"] == "chunk"]
+        assert m["seconds"] >= m["usage"]["cache_seconds"] > 0
+    again = run("chunk", "again")  # a re-run decodes nothing and accounts the same
+    for c, a in zip(chunk, again, strict=True):
+        assert a["usage"]["cache_hits"] == c["calls"]
+        assert (a["paragraphs"], a["prediction"], a["tokens"]) == (c["paragraphs"], c["prediction"], c["tokens"])  # fmt: skip
+        assert abs(a["usage"]["cache_seconds"] - c["seconds"]) < 0.5 * c["seconds"]
+    other = ["--generator.max_new_tokens", "40"]  # another generator setting: nothing shared
+    assert main([*BASE, *cache, *other, "--method", "chunk", "--out", str(tmp_path / "o")]) == 0
+    records = (tmp_path / "o" / "predictions.jsonl").read_text().splitlines()
+    assert all("cache_hits" not in json.loads(line)["usage"] for line in records)
 
 
 @pytest.mark.slow
