@@ -85,30 +85,30 @@ class CountingLM:
         """text, new_tokens and seconds per prompt: from the cache when it holds them (their
         seconds are added to `usage["cache_seconds"]`), else decoded now (and stored)."""
 
-        def decode(batch: list[str]) -> list[str]:
+        def decode(batch: list[str]) -> list[dict]:
             start = time.perf_counter()
             out = self.generator.generate(batch, stop=stop, max_new_tokens=max_new_tokens)
             each = (time.perf_counter() - start) / len(batch)
-            return [json.dumps({"text": o.text, "new_tokens": o.new_tokens, "seconds": each})
-                    for o in out]  # fmt: skip
+            return [{"text": o.text, "new_tokens": o.new_tokens, "seconds": each} for o in out]
 
         if self._cache is None:
-            return [json.loads(o) for o in decode(prompts)]
+            return decode(prompts)
         keys = [
             hashlib.sha256(json.dumps([p, stop, max_new_tokens]).encode()).hexdigest()
             for p in prompts
         ]
-        by_key = dict(zip(keys, prompts, strict=True))
-        stored = self._cache.get_many(self.namespace, keys)
-        found = self._cache.parse(self.namespace, keys, lambda ks: decode([by_key[k] for k in ks]),
-                                  batch_size=len(keys), progress=False)  # fmt: skip
-        outputs = [json.loads(o) for o in found]
+        found = {k: json.loads(v) for k, v in self._cache.get_many(self.namespace, keys).items()}
         if usage is not None:
-            for key, output in zip(keys, outputs, strict=True):
-                if key in stored:
+            for key in keys:
+                if key in found:
                     usage["cache_hits"] += 1
-                    usage["cache_seconds"] += output["seconds"]
-        return outputs
+                    usage["cache_seconds"] += found[key]["seconds"]
+        todo = {k: p for k, p in zip(keys, prompts, strict=True) if k not in found}
+        if todo:
+            new = dict(zip(todo, decode(list(todo.values())), strict=True))
+            self._cache.put_many(self.namespace, {k: json.dumps(v) for k, v in new.items()})
+            found.update(new)
+        return [found[k] for k in keys]
 
     @torch.no_grad()
     def option_scores(self, instruction: str, options: list[str], stage: str,
