@@ -137,6 +137,58 @@ def run_row(row: str, n: int, force: bool, data: str = DATA) -> None:
           f"tokens/question", flush=True)  # fmt: skip
 
 
+def paired_difference(
+    name_a: str, name_b: str, only: set[str] | None = None
+) -> tuple[float, list[float], int]:
+    """Mean per-question evidence F1 of row a minus row b on the questions both answered
+    (optionally only those in `only`), with its paired 95 % bootstrap interval."""
+
+    def per_question(name: str) -> dict[str, float]:
+        path = RESULTS / "longdoc_runs" / name / "predictions.jsonl"
+        return {r["id"]: r["evidence_f1"] for r in map(json.loads, path.open(encoding="utf-8"))}
+
+    a, b = per_question(name_a), per_question(name_b)
+    shared = [q for q in a if q in b and (only is None or q in only)]
+    differences = [a[q] - b[q] for q in shared]
+    return sum(differences) / max(len(differences), 1), bootstrap_interval(differences), len(shared)
+
+
+def goal_lines(n: int, data: str, d3_rows: list[str]) -> list[str]:
+    """Issue 19's goal, checked per D3 row: >= 5x fewer LM tokens for evidence than MAP-REDUCE
+    at equal or better evidence F1, and a higher evidence F1 than dense PARAGRAPH; every
+    difference paired per question, overall and on the questions with gold paragraphs (where
+    choosing nothing cannot score)."""
+    names = {row: row_name(row, n, data) for row in ("mapreduce", "paragraph_dense", *d3_rows)}
+    saved = {row: load_result(name) for row, name in names.items()}
+    if saved["mapreduce"] is None or saved["paragraph_dense"] is None:
+        return [
+            "Goal (D3 vs MAP-REDUCE and dense PARAGRAPH): not checked until both baselines have run"
+        ]
+    from cgr.longdoc.document import load_qasper
+
+    gold = set(gold_questions(load_qasper(ROOT / data)))
+    lines = []
+    for row in d3_rows:
+        if saved[row] is None:
+            continue
+        ratio = saved["mapreduce"]["evidence_tokens_per_question"] / max(
+            saved[row]["evidence_tokens_per_question"], 1
+        )
+        parts = [
+            f"Goal, {ROWS[row][0]}: {ratio:.1f}x fewer LM tokens for evidence than MAP-REDUCE"
+            f" ({'>=' if ratio >= 5 else '<'} 5x)"
+        ]
+        for baseline in ("mapreduce", "paragraph_dense"):
+            for subset, label in ((None, "all"), (gold, "with gold paragraphs")):
+                mean, (low, high), count = paired_difference(names[row], names[baseline], subset)
+                parts.append(
+                    f"F1 minus {ROWS[baseline][0].split(',')[0]} ({label}, {count} q) "
+                    f"{100 * mean:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
+                )
+        lines.append("; ".join(parts))
+    return lines
+
+
 def percent(share: float | None) -> str:
     return "" if share is None else f"{100 * share:.0f}"
 
@@ -192,6 +244,8 @@ def main() -> None:
             f"questions): encoder's top {reference['k']} of the outline {percent(reference['encoder_top_k'])} %, "
             f"{reference['k']} at random {percent(reference['random_k'])} %"
         )
+    for line in goal_lines(args.n, args.data, [r for r in args.rows if r.startswith("d3")]):
+        print(line)
 
 
 if __name__ == "__main__":
