@@ -132,22 +132,24 @@ def run_row(row: str, n: int, force: bool, data: str = DATA) -> None:
     for key in ("evidence_f1", "answer_f1"):
         result[f"{key}_ci95"] = bootstrap_interval([r[key] for r in records if r[key] is not None])
     result.update(with_gold_paragraphs(name, data))
+    result["evidence_f1_by_question"] = per_question_f1(name)
     save_result(name, result)
     print(f"{name}: evidence F1 {result['evidence_f1']:.3f}, {result['tokens_per_question']:.0f} "
           f"tokens/question", flush=True)  # fmt: skip
 
 
+def per_question_f1(name: str) -> dict[str, float]:
+    """Evidence F1 by question id, from a row's predictions (kept in the saved result, since
+    the predictions themselves are not in git)."""
+    path = RESULTS / "longdoc_runs" / name / "predictions.jsonl"
+    return {r["id"]: r["evidence_f1"] for r in map(json.loads, path.open(encoding="utf-8"))}
+
+
 def paired_difference(
-    name_a: str, name_b: str, only: set[str] | None = None
+    a: dict[str, float], b: dict[str, float], only: set[str] | None = None
 ) -> tuple[float, list[float], int]:
-    """Mean per-question evidence F1 of row a minus row b on the questions both answered
-    (optionally only those in `only`), with its paired 95 % bootstrap interval."""
-
-    def per_question(name: str) -> dict[str, float]:
-        path = RESULTS / "longdoc_runs" / name / "predictions.jsonl"
-        return {r["id"]: r["evidence_f1"] for r in map(json.loads, path.open(encoding="utf-8"))}
-
-    a, b = per_question(name_a), per_question(name_b)
+    """Mean per-question evidence F1 of a minus b on the questions both answered (optionally
+    only those in `only`), with its paired 95 % bootstrap interval."""
     shared = [q for q in a if q in b and (only is None or q in only)]
     differences = [a[q] - b[q] for q in shared]
     return sum(differences) / max(len(differences), 1), bootstrap_interval(differences), len(shared)
@@ -158,9 +160,12 @@ def goal_lines(n: int, data: str, d3_rows: list[str]) -> list[str]:
     at equal or better evidence F1, and a higher evidence F1 than dense PARAGRAPH; every
     difference paired per question, overall and on the questions with gold paragraphs (where
     choosing nothing cannot score)."""
-    names = {row: row_name(row, n, data) for row in ("mapreduce", "paragraph_dense", *d3_rows)}
-    saved = {row: load_result(name) for row, name in names.items()}
-    if saved["mapreduce"] is None or saved["paragraph_dense"] is None:
+    scores = {}
+    for row in ("mapreduce", "paragraph_dense", *d3_rows):
+        saved = load_result(row_name(row, n, data))
+        if saved is not None and "evidence_f1_by_question" in saved:
+            scores[row] = saved
+    if "mapreduce" not in scores or "paragraph_dense" not in scores:
         return [
             "Goal (D3 vs MAP-REDUCE and dense PARAGRAPH): not checked until both baselines have run"
         ]
@@ -169,10 +174,10 @@ def goal_lines(n: int, data: str, d3_rows: list[str]) -> list[str]:
     gold = set(gold_questions(load_qasper(ROOT / data)))
     lines = []
     for row in d3_rows:
-        if saved[row] is None:
+        if row not in scores:
             continue
-        ratio = saved["mapreduce"]["evidence_tokens_per_question"] / max(
-            saved[row]["evidence_tokens_per_question"], 1
+        ratio = scores["mapreduce"]["evidence_tokens_per_question"] / max(
+            scores[row]["evidence_tokens_per_question"], 1
         )
         parts = [
             f"Goal, {ROWS[row][0]}: {ratio:.1f}x fewer LM tokens for evidence than MAP-REDUCE"
@@ -180,7 +185,11 @@ def goal_lines(n: int, data: str, d3_rows: list[str]) -> list[str]:
         ]
         for baseline in ("mapreduce", "paragraph_dense"):
             for subset, label in ((None, "all"), (gold, "with gold paragraphs")):
-                mean, (low, high), count = paired_difference(names[row], names[baseline], subset)
+                mean, (low, high), count = paired_difference(
+                    scores[row]["evidence_f1_by_question"],
+                    scores[baseline]["evidence_f1_by_question"],
+                    subset,
+                )
                 parts.append(
                     f"F1 minus {ROWS[baseline][0].split(',')[0]} ({label}, {count} q) "
                     f"{100 * mean:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
@@ -209,8 +218,9 @@ def main() -> None:
         name = row_name(row, args.n, args.data)
         r = load_result(name)
         predictions = RESULTS / "longdoc_runs" / name / "predictions.jsonl"
-        if r is not None and "sections_with_gold_share" not in r and predictions.exists():
+        if r is not None and "evidence_f1_by_question" not in r and predictions.exists():
             r.update(with_gold_paragraphs(name, args.data))  # a row saved before these columns
+            r["evidence_f1_by_question"] = per_question_f1(name)
             save_result(name, r)
         saved.append(r)
         if r is None:
