@@ -57,9 +57,11 @@ class ParseCache:
         batch_size: int = 256,
         progress: bool = True,
         desc: str | None = None,
+        known: dict[str, str | None] | None = None,
     ) -> list[str | None]:
-        """Graphs for `sentences` in order, parsing (and storing) only what the cache lacks."""
-        known = self.get_many(backend, sentences)
+        """Graphs for `sentences` in order, parsing (and storing) only what the cache lacks.
+        `known`: what the caller already read with `get_many` (not read again)."""
+        known = self.get_many(backend, sentences) if known is None else dict(known)
         todo = [s for s in dict.fromkeys(sentences) if s not in known]
         bar = tqdm(
             total=len(todo),

@@ -97,18 +97,18 @@ class CountingLM:
             hashlib.sha256(json.dumps([p, stop, max_new_tokens]).encode()).hexdigest()
             for p in prompts
         ]
-        found = {k: json.loads(v) for k, v in self._cache.get_many(self.namespace, keys).items()}
+        stored = self._cache.get_many(self.namespace, keys)
         if usage is not None:
             for key in keys:
-                if key in found:
+                if key in stored:
                     usage["cache_hits"] += 1
-                    usage["cache_seconds"] += found[key]["seconds"]
-        todo = {k: p for k, p in zip(keys, prompts, strict=True) if k not in found}
-        if todo:
-            new = dict(zip(todo, decode(list(todo.values())), strict=True))
-            self._cache.put_many(self.namespace, {k: json.dumps(v) for k, v in new.items()})
-            found.update(new)
-        return [found[k] for k in keys]
+                    usage["cache_seconds"] += json.loads(stored[key])["seconds"]
+        by_key = dict(zip(keys, prompts, strict=True))
+        found = self._cache.parse(
+            self.namespace, keys, lambda todo: [json.dumps(o) for o in decode([by_key[k] for k in todo])],
+            batch_size=len(keys), progress=False, known=stored,
+        )  # fmt: skip
+        return [json.loads(o) for o in found]
 
     @torch.no_grad()
     def option_scores(self, instruction: str, options: list[str], stage: str,
