@@ -59,13 +59,18 @@ def row_name(row: str, n: int, data: str = DATA) -> str:
     return f"longdoc-{row}-{n}" + ("" if data == DATA else f"-{Path(data).stem}")
 
 
-def with_gold_paragraphs(name: str, data: str) -> dict:
-    """Evidence F1 over the questions where every annotator's evidence names a paragraph, and
-    the share of questions given no paragraph. QASPER's scorer gives 1 to an empty prediction
-    when an annotator's evidence is empty (unanswerable, or only figures and tables, which are
-    no paragraph here), so a method that often chooses nothing gains F1 from those questions."""
-    out = RESULTS / "longdoc_runs" / name
-    records = [json.loads(line) for line in (out / "predictions.jsonl").open(encoding="utf-8")]
+def read_predictions(name: str) -> list[dict]:
+    path = RESULTS / "longdoc_runs" / name / "predictions.jsonl"
+    return [json.loads(line) for line in path.open(encoding="utf-8")]
+
+
+def per_question_columns(records: list[dict], data: str) -> dict:
+    """Evidence F1 over the questions where every annotator's evidence names a paragraph, the
+    share of questions given no paragraph, and each question's evidence F1 (kept in the saved
+    row for paired comparisons: the predictions are not in git). QASPER's scorer gives 1 to an
+    empty prediction when an annotator's evidence is empty (unanswerable, or only figures and
+    tables, which are no paragraph here), so a method that often chooses nothing gains F1 from
+    those questions."""
     from cgr.longdoc.document import load_qasper
 
     needed = gold_questions(load_qasper(ROOT / data))
@@ -75,7 +80,8 @@ def with_gold_paragraphs(name: str, data: str) -> dict:
             "evidence_f1_with_gold_paragraphs": sum(scored) / len(scored) if scored else float("nan"),
             "evidence_f1_with_gold_paragraphs_ci95": bootstrap_interval(scored),
             "no_paragraph_share": sum(not r["paragraphs"] for r in records) / len(records),
-            "sections_with_gold_share": section_hits(chosen, needed, len(scored)) if chosen else None}  # fmt: skip
+            "sections_with_gold_share": section_hits(chosen, needed, len(scored)) if chosen else None,
+            "evidence_f1_by_question": {r["id"]: r["evidence_f1"] for r in records}}  # fmt: skip
 
 
 def gold_questions(questions: list) -> dict:
@@ -125,24 +131,16 @@ def run_row(row: str, n: int, force: bool, data: str = DATA) -> None:
     out = RESULTS / "longdoc_runs" / name
     run_cli(name, ["longdoc", "--config", "configs/d3_qasper.yaml", "--data", data, "--limit", str(n),
                    "--out", str(out), *ROWS[row][1]])  # fmt: skip
-    records = [json.loads(line) for line in (out / "predictions.jsonl").open(encoding="utf-8")]
+    records = read_predictions(name)
     metrics = json.loads((out / "metrics.json").read_text())
     metrics.pop("settings", None)
     result = {"row": row, "arguments": ROWS[row][1], **metrics, "machine": machine()}
     for key in ("evidence_f1", "answer_f1"):
         result[f"{key}_ci95"] = bootstrap_interval([r[key] for r in records if r[key] is not None])
-    result.update(with_gold_paragraphs(name, data))
-    result["evidence_f1_by_question"] = per_question_f1(name)
+    result.update(per_question_columns(records, data))
     save_result(name, result)
     print(f"{name}: evidence F1 {result['evidence_f1']:.3f}, {result['tokens_per_question']:.0f} "
           f"tokens/question", flush=True)  # fmt: skip
-
-
-def per_question_f1(name: str) -> dict[str, float]:
-    """Evidence F1 by question id, from a row's predictions (kept in the saved result, since
-    the predictions themselves are not in git)."""
-    path = RESULTS / "longdoc_runs" / name / "predictions.jsonl"
-    return {r["id"]: r["evidence_f1"] for r in map(json.loads, path.open(encoding="utf-8"))}
 
 
 def paired_difference(
@@ -219,8 +217,9 @@ def main() -> None:
         r = load_result(name)
         predictions = RESULTS / "longdoc_runs" / name / "predictions.jsonl"
         if r is not None and "evidence_f1_by_question" not in r and predictions.exists():
-            r.update(with_gold_paragraphs(name, args.data))  # a row saved before these columns
-            r["evidence_f1_by_question"] = per_question_f1(name)
+            r.update(
+                per_question_columns(read_predictions(name), args.data)
+            )  # saved before these columns
             save_result(name, r)
         saved.append(r)
         if r is None:
