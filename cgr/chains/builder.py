@@ -5,8 +5,11 @@ and cgr.evidence.selection turns pool + Ê into the facts read."""
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import os
 import time
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from tqdm.auto import tqdm
@@ -52,11 +55,16 @@ class ChainConfig:
     # relevant pool facts (the reader's order); Ê still comes from all chains. Why: wrong answers
     # find chains through weak facts as often as right ones (README: chains); 0 is the paper
     explain_top_facts: int = 0
+    # processes for the concepts and the chain search (None: every core this process may use;
+    # 1: this process); the chains do not depend on it
+    workers: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_facts", "max_chains", "evidence_chains"):
             at_least(f"data.chains.{name}", getattr(self, name), 1)
         at_least("data.chains.explain_top_facts", self.explain_top_facts, 0)
+        if self.workers is not None:
+            at_least("data.chains.workers", self.workers, 1)
         positive("data.chains.time_budget_s", self.time_budget_s)
         positive("data.chains.max_link_share", self.max_link_share)
         if self.max_link_share > 1.0:
@@ -65,7 +73,20 @@ class ChainConfig:
             )
 
 
+def default_workers() -> int:
+    """The cores this process may use (the CPU affinity, not every core of the machine)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS
+        return max(1, os.cpu_count() or 1)
+
+
 class ChainBuilder:
+    """Parses (through the cache), then searches each question's chains; with `cfg.workers`
+    > 1 the AMR concepts and the search run in a pool of worker processes, a share of the
+    questions each, with the same output as one process (each search is deterministic and
+    keeps its own per-hypothesis time budget)."""
+
     def __init__(self, cfg: ChainConfig, progress: bool = True):
         self.cfg, self.progress = cfg, progress
         self.parser = CachedParser(cfg.amr, progress=progress)
@@ -77,6 +98,10 @@ class ChainBuilder:
         )
         self.counters: Counter[str] = Counter()
         self.search_seconds: list[float] = []
+
+    @property
+    def workers(self) -> int:
+        return self.cfg.workers if self.cfg.workers is not None else default_workers()
 
     def attach(
         self,
@@ -93,56 +118,111 @@ class ChainBuilder:
         )
         graphs = dict(zip(sentences, self.parser.parse(sentences), strict=True))
         self.counters["failed_parses"] += sum(g is None for g in graphs.values())
-        concepts = {
-            s: amr_concepts(g, self.cfg.merge_roots, self.cfg.stem_concepts)
-            for s, g in graphs.items()
-        }
-        self.counters["facts_without_concepts"] += sum(
-            not concepts[f.text].concepts for ex in examples for pool in ex.pool for f in pool
-        )
         keys = relevance or [None] * len(examples)
-        for ex, ex_keys in tqdm(
-            zip(examples, keys, strict=True), total=len(examples), desc="searching chains",
-            unit="q", disable=not self.progress,
-        ):  # fmt: skip
-            self._attach_one(ex, concepts, ex_keys)
+        workers = min(self.workers, max(1, len(examples) // MIN_SHARE))
+        shares = [list(range(len(examples)))[w::workers] for w in range(workers)]
+        jobs = [
+            (self.cfg, self.search, [(examples[i], keys[i]) for i in share],
+             {s: graphs[s] for i in share for s in _sentences(examples[i])})
+            for share in shares
+        ]  # fmt: skip
+        bar = tqdm(total=len(examples), desc="searching chains", unit="q",
+                   disable=not self.progress)  # fmt: skip
+        if workers == 1:
+            results = [search_share(*jobs[0])]
+            bar.update(len(examples))
+        else:
+            context = multiprocessing.get_context("spawn")  # no fork of a CUDA/threaded process
+            with ProcessPoolExecutor(workers, mp_context=context) as pool:
+                results = []
+                for result in pool.map(search_share, *zip(*jobs, strict=True)):
+                    results.append(result)
+                    bar.update(len(result[0]))
+        bar.close()
+        for share, (found, counters, seconds) in zip(shares, results, strict=True):
+            for i, (chains, chain_facts) in zip(share, found, strict=True):
+                examples[i].chains, examples[i].chain_facts = chains, chain_facts
+            self.counters.update(counters)
+            self.search_seconds.extend(seconds)
         log.info("chains: %s", dict(self.counters))
 
-    def _attach_one(
-        self,
-        ex: ReaderExample,
-        concepts: dict[str, AMRConcepts],
-        relevance: list[dict[str, float]] | None,
-    ) -> None:
-        hyps = [concepts[h] for h in ex.hypotheses]
-        q_nodes = question_concepts(hyps)
-        ex.chains, ex.chain_facts, any_chain = [], [], False
-        for i, (hyp, pool) in enumerate(zip(hyps, ex.pool, strict=True)):
-            start = time.perf_counter()
-            facts = {f.fact_id: concepts[f.text] for f in pool}
-            graph = build_semantic_graph(hyp, q_nodes, facts)
-            if not graph.answer_nodes:
-                self.counters["hypotheses_without_answer_nodes"] += 1
-            chains, complete = find_chains(graph, {f.fact_id: f.score for f in pool}, self.search)
-            self.search_seconds.append(time.perf_counter() - start)
-            self.counters["searches_cut_by_budget"] += not complete
-            self.counters["hypotheses"] += 1
-            self.counters["hypotheses_with_chains"] += bool(chains)
-            any_chain |= bool(chains)
-            text = {f.fact_id: f.text for f in pool}
-            kept = self._explained(chains, pool, relevance[i] if relevance else None)
-            ex.chains.append([replace(c, texts=tuple(text[f] for f in c.facts)) for c in kept])
-            chosen = chain_evidence(chains[: self.cfg.evidence_chains], [f.fact_id for f in pool])
-            ex.chain_facts.append([text[f] for f in chosen])
-        self.counters["questions_without_chains"] += not any_chain
 
-    def _explained(self, chains: list, pool: list, relevance: dict[str, float] | None) -> list:
-        """The chains kept for export and the losses: the best `max_chains`, through the
-        hypothesis's `explain_top_facts` most relevant facts only when that is set."""
-        n = self.cfg.explain_top_facts
-        if n > 0:
-            key = relevance or {f.fact_id: f.score for f in pool}
-            top = {f.fact_id for f in sorted(pool, key=lambda f: -key.get(f.fact_id, 0.0))[:n]}
-            found, chains = bool(chains), [c for c in chains if set(c.facts) <= top]
-            self.counters["hypotheses_with_chains_only_beyond_top_facts"] += found and not chains
-        return chains[: self.cfg.max_chains]
+# questions per worker below which the search stays in this process: starting a worker (~1 s)
+# costs more than searching a hundred questions (~0.1 s on the quickstart)
+MIN_SHARE = 100
+
+
+def _sentences(ex: ReaderExample) -> set[str]:
+    return set(ex.hypotheses) | {f.text for pool in ex.pool for f in pool}
+
+
+def search_share(
+    cfg: ChainConfig,
+    search: ChainSearchConfig,
+    items: list[tuple[ReaderExample, list[dict[str, float]] | None]],
+    graphs: dict[str, str | None],
+) -> tuple[list[tuple[list, list]], Counter, list[float]]:
+    """AMR concepts and chain search for a share of the questions (in a worker process or not):
+    per question (its chains per choice, its Ê per choice), the counters and search seconds."""
+    concepts = {s: amr_concepts(g, cfg.merge_roots, cfg.stem_concepts) for s, g in graphs.items()}
+    counters: Counter[str] = Counter()
+    seconds: list[float] = []
+    counters["facts_without_concepts"] += sum(
+        not concepts[f.text].concepts for ex, _ in items for pool in ex.pool for f in pool
+    )
+    found = [
+        _search_one(ex, concepts, relevance, cfg, search, counters, seconds)
+        for ex, relevance in items
+    ]
+    return found, counters, seconds
+
+
+def _search_one(
+    ex: ReaderExample,
+    concepts: dict[str, AMRConcepts],
+    relevance: list[dict[str, float]] | None,
+    cfg: ChainConfig,
+    search: ChainSearchConfig,
+    counters: Counter,
+    seconds: list[float],
+) -> tuple[list, list]:
+    hyps = [concepts[h] for h in ex.hypotheses]
+    q_nodes = question_concepts(hyps)
+    all_chains, all_facts, any_chain = [], [], False
+    for i, (hyp, pool) in enumerate(zip(hyps, ex.pool, strict=True)):
+        start = time.perf_counter()
+        facts = {f.fact_id: concepts[f.text] for f in pool}
+        graph = build_semantic_graph(hyp, q_nodes, facts)
+        if not graph.answer_nodes:
+            counters["hypotheses_without_answer_nodes"] += 1
+        chains, complete = find_chains(graph, {f.fact_id: f.score for f in pool}, search)
+        seconds.append(time.perf_counter() - start)
+        counters["searches_cut_by_budget"] += not complete
+        counters["hypotheses"] += 1
+        counters["hypotheses_with_chains"] += bool(chains)
+        any_chain |= bool(chains)
+        text = {f.fact_id: f.text for f in pool}
+        kept = _explained(cfg, chains, pool, relevance[i] if relevance else None, counters)
+        all_chains.append([replace(c, texts=tuple(text[f] for f in c.facts)) for c in kept])
+        chosen = chain_evidence(chains[: cfg.evidence_chains], [f.fact_id for f in pool])
+        all_facts.append([text[f] for f in chosen])
+    counters["questions_without_chains"] += not any_chain
+    return all_chains, all_facts
+
+
+def _explained(
+    cfg: ChainConfig,
+    chains: list,
+    pool: list,
+    relevance: dict[str, float] | None,
+    counters: Counter,
+) -> list:
+    """The chains kept for export and the losses: the best `max_chains`, through the
+    hypothesis's `explain_top_facts` most relevant facts only when that is set."""
+    n = cfg.explain_top_facts
+    if n > 0:
+        key = relevance or {f.fact_id: f.score for f in pool}
+        top = {f.fact_id for f in sorted(pool, key=lambda f: -key.get(f.fact_id, 0.0))[:n]}
+        found, chains = bool(chains), [c for c in chains if set(c.facts) <= top]
+        counters["hypotheses_with_chains_only_beyond_top_facts"] += found and not chains
+    return chains[: cfg.max_chains]

@@ -26,7 +26,8 @@ from cgr.retrieval.factory import RetrievalConfig, build_retriever
 class EvidencePipeline:
     """Args: retrieval (how pools are found), chains (reasoning chains and Ê), evidence (order
     and de-duplication of each choice's facts), max_evidence (facts offered per choice),
-    retrieval_batch_size (hypotheses per retrieval call)."""
+    retrieval_batch_size (hypotheses per retrieval call), device (where queries are encoded and,
+    for a flat index without a FAISS GPU build, searched: the trainer's device; None: CPU)."""
 
     def __init__(
         self,
@@ -36,6 +37,7 @@ class EvidencePipeline:
         max_evidence: int = 15,
         retrieval_batch_size: int = 64,
         progress: bool = True,
+        device=None,
     ):
         if max_evidence < 1:
             raise ConfigError(f"data.max_evidence must be >= 1, not {max_evidence}")
@@ -51,6 +53,7 @@ class EvidencePipeline:
         self.max_evidence = max_evidence
         self.retrieval_batch_size = retrieval_batch_size
         self.progress = progress
+        self.device = device
         self._retriever = None
         self._hypotheses: HypothesisGenerator | None = None
         self._chain_builder: ChainBuilder | None = None
@@ -133,10 +136,36 @@ class EvidencePipeline:
     def retriever(self):
         """The configured retriever (built on first use; None for `none` and `gold`)."""
         if self._retriever is None and self._reads_pools():
-            self._retriever = build_retriever(self.retrieval)
+            self._retriever = build_retriever(self.retrieval, self.device)
             if self._query_model is not None and hasattr(self._retriever, "encoder"):
                 self._retriever.encoder.model = self._query_model
         return self._retriever
+
+    def set_device(self, device) -> None:
+        """Encode (and search) on `device` from now on; parts built earlier are rebuilt there."""
+        if str(device) == str(self.device):
+            return
+        self.device = device
+        self._retriever, self._relevance = None, None
+
+    def fact_vector_sources(self) -> list:
+        """(corpus, cached vectors) of the corpus and the open book, for CGR's frozen fact
+        vectors (cgr.retrieval.fact_vectors); [] unless retrieval is dense and its vectors are
+        all cached."""
+        from cgr.data.corpus import Corpus
+        from cgr.retrieval.factory import cached_vectors
+
+        cfg = self.retrieval
+        if cfg.method not in {"dense", "beam"}:
+            return []
+        retriever = self._retriever
+        if retriever is not None:
+            corpora = [s.corpus for s in (retriever.corpus, retriever.open_book) if s is not None]
+        else:
+            corpora = [Corpus.from_files(cfg.corpus)]
+            corpora += [Corpus.from_files([cfg.open_book])] if cfg.open_book else []
+        found = [(corpus, cached_vectors(cfg, corpus)) for corpus in corpora]
+        return [(corpus, vectors) for corpus, vectors in found if vectors is not None]
 
     def _reads_pools(self) -> bool:
         return self.retrieval.method not in {"none", "gold"}
@@ -168,7 +197,9 @@ class EvidencePipeline:
             from cgr.retrieval.encoders import TextEncoder
 
             cfg = self.retrieval
-            encoder = TextEncoder(cfg.encoder, cfg.encode_batch_size, cfg.max_query_length)
+            encoder = TextEncoder(
+                cfg.encoder, cfg.encode_batch_size, cfg.max_query_length, self.device
+            )
             corpus = Corpus.from_files(cfg.corpus) if cfg.corpus else None
             self._relevance = HypothesisRelevance(encoder, corpus, cfg.cache_dir)
         return self._relevance

@@ -114,11 +114,13 @@ def save_examples(path: Path, examples: list[ReaderExample]) -> None:
 
 def chain_cache_path(pool_cache: Path, chains: ChainConfig) -> Path:
     """Where the chains searched over a cached pool are kept: next to it, keyed by every chain
-    setting that changes them (not where the AMR cache lives or the parse batch size)."""
+    setting that changes them (not where the AMR cache lives, the parse batch size or the
+    number of worker processes)."""
     settings = asdict(chains)
     settings["amr"] = {k: v for k, v in settings["amr"].items() if k not in {"cache", "batch_size"}}
     if not settings["explain_top_facts"]:  # added later: off keeps the keys of caches before it
         del settings["explain_top_facts"]
+    del settings["workers"]  # how many processes searched does not change the chains
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
     return pool_cache.with_name(f"{pool_cache.stem}.chains-{key}.jsonl")
 

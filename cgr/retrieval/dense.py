@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from cgr.data.corpus import Corpus
 from cgr.retrieval.base import RetrievedFact, merge_pool, ranked
 from cgr.retrieval.encoders import TextEncoder
-from cgr.retrieval.index import FaissIndex
+from cgr.retrieval.index import DeviceFlatIndex, FaissIndex
 
 
 @dataclass
@@ -29,7 +29,7 @@ class SearchSource:
 
     name: str
     corpus: Corpus
-    index: FaissIndex
+    index: FaissIndex | DeviceFlatIndex
 
 
 class BeamIterativeRetriever:

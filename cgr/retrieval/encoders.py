@@ -23,7 +23,7 @@ class TextEncoder:
     """Encodes text to normalised float32 vectors without gradients (retrieval time)."""
 
     def __init__(self, model_name: str, batch_size: int = 64, max_length: int = 128, device=None):
-        self.model_name = model_name
+        self.model_name, self.max_length = model_name, max_length
         self.model = load_sentence_encoder(model_name, device)
         self.model.max_seq_length = max_length
         self.batch_size = batch_size

@@ -7,12 +7,19 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from cgr.data.corpus import Corpus
-from cgr.errors import ConfigError
+from cgr.errors import CacheMismatchError, ConfigError
 from cgr.retrieval.base import Retriever
 from cgr.retrieval.dense import BeamIterativeRetriever, SearchSource
 from cgr.retrieval.embedding_cache import EmbeddingCache, cache_folder
 from cgr.retrieval.encoders import TextEncoder
-from cgr.retrieval.index import KINDS, FaissIndex, IndexSpec
+from cgr.retrieval.index import (
+    KINDS,
+    DeviceFlatIndex,
+    ExactVectors,
+    FaissIndex,
+    IndexSpec,
+    search_backend,
+)
 from cgr.retrieval.sparse import BM25Retriever, TfidfRetriever
 from cgr.validation import at_least, one_of
 
@@ -82,11 +89,14 @@ class RetrievalConfig:
 
 
 def _dense_source(
-    name: str, corpus: Corpus, encoder: TextEncoder, cfg: RetrievalConfig
+    name: str, corpus: Corpus, encoder: TextEncoder, cfg: RetrievalConfig, device=None
 ) -> SearchSource:
     folder = cache_folder(cfg.cache_dir, cfg.encoder, corpus)
     use_gpu: bool | str = {"true": True, "false": False}.get(str(cfg.use_gpu).lower(), "auto")
     cache = EmbeddingCache(folder, cfg.encoder, corpus)
+    if search_backend(cfg.index_spec(), device, use_gpu) == "torch":
+        log.info("searching %s exactly on %s (torch; no FAISS GPU build)", name, device)
+        return SearchSource(name, corpus, DeviceFlatIndex(cache.load_or_build(encoder), device))
     index = FaissIndex.load_or_build(
         folder,
         lambda: cache.load_or_build(encoder),
@@ -97,7 +107,19 @@ def _dense_source(
     return SearchSource(name, corpus, index)
 
 
-def build_retriever(cfg: RetrievalConfig, device: str | None = None) -> Retriever | None:
+def cached_vectors(cfg: RetrievalConfig, corpus: Corpus) -> ExactVectors | None:
+    """The embedding cache's vectors of `corpus` (memory-mapped), or None when they are not all
+    on disk yet."""
+    cache = EmbeddingCache(cache_folder(cfg.cache_dir, cfg.encoder, corpus), cfg.encoder, corpus)
+    try:
+        return cache.exact_vectors()
+    except CacheMismatchError as e:
+        log.info("no cached vectors for %d facts: %s", len(corpus), e)
+        return None
+
+
+def build_retriever(cfg: RetrievalConfig, device=None) -> Retriever | None:
+    """`device`: where dense retrieval encodes queries (and searches, see `search_backend`)."""
     if cfg.method in {"none", "gold"}:
         return None
     corpus = Corpus.from_files(cfg.corpus)
@@ -107,10 +129,11 @@ def build_retriever(cfg: RetrievalConfig, device: str | None = None) -> Retrieve
     if cfg.method == "tfidf":
         return TfidfRetriever(corpus, k=cfg.beam_size)
     encoder = TextEncoder(cfg.encoder, cfg.encode_batch_size, cfg.max_query_length, device)
-    main = _dense_source("corpus", corpus, encoder, cfg)
+    main = _dense_source("corpus", corpus, encoder, cfg, device)
     open_book = None
     if cfg.open_book:
-        open_book = _dense_source("open_book", Corpus.from_files([cfg.open_book]), encoder, cfg)
+        book = Corpus.from_files([cfg.open_book])
+        open_book = _dense_source("open_book", book, encoder, cfg, device)
     return BeamIterativeRetriever(
         encoder,
         main,

@@ -1,14 +1,17 @@
 """The CGR model (paper §2.4-2.5): the reader and a trainable query encoder trained jointly,
 L = L_reader + L_S + L_D with L_D = L_mle + L_rl + L_global, every term switchable.
 
-The evidence encoder stays frozen (its corpus vectors are cached on disk); fact vectors for the
-chains of a batch are encoded on the fly by the same frozen model. In-batch negatives are
+The evidence encoder stays frozen, so the fact vectors of a batch's chains are read from the
+embedding cache that retrieval wrote (cgr.retrieval.fact_vectors), not encoded again; only texts
+outside the corpora go through the frozen model. A step builds its loss inputs as CPU index
+tensors in one pass, moves them once, and runs the query encoder once over all its queries. In-batch negatives are
 gathered across DDP ranks; the query side stays local, so gradients match a single process
 with the whole batch.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import torch
@@ -17,7 +20,7 @@ from torch.nn import functional as F
 from cgr.errors import CGRError, ConfigError
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.encoders import TextEncoder, load_sentence_encoder
-from cgr.training.chain_inputs import ChainInputs
+from cgr.training.chain_inputs import ChainInputs, ChainRows
 from cgr.training.losses import (
     GlobalChainLoss,
     MLEChainLoss,
@@ -31,6 +34,7 @@ from cgr.training.module import ReaderModule
 GRADIENT_CLIPPING = ("each", "joint")
 
 
+@functools.lru_cache(maxsize=2**16)
 def _key(text: str) -> int:
     """A 60-bit integer id of a fact text, comparable across DDP ranks."""
     return int(hashlib.sha1(text.encode()).hexdigest()[:15], 16)
@@ -107,6 +111,7 @@ class CGRModule(ReaderModule):
                     module.p = 0.0
         sep = getattr(self.query_encoder.tokenizer, "sep_token", None)
         self.sep = sep or "[SEP]"
+        self._facts = None  # FactVectors over the embedding cache, set at fit start
 
     # --- helpers ---------------------------------------------------------------------------
     def on_fit_start(self) -> None:
@@ -118,19 +123,61 @@ class CGRModule(ReaderModule):
                 f"model.retriever_model ({self.hparams.retriever_model}) must be the encoder of "
                 f"data.retrieval.encoder ({retrieval.encoder}): the query encoder searches its index"
             )
+        self._use_cached_fact_vectors(datamodule)
 
     def encode_queries(self, texts: list[str]) -> torch.Tensor:
         features = self.query_encoder.preprocess(texts)
-        features = {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in features.items()}
+        features = {
+            k: v.to(self.device, non_blocking=True) if torch.is_tensor(v) else v
+            for k, v in features.items()
+        }
         return F.normalize(self.query_encoder(features)["sentence_embedding"], dim=-1)
+
+    def encode_distinct(self, texts: list[str]) -> torch.Tensor:
+        """encode_queries over each distinct text once, one row per text of `texts`."""
+        unique = list(dict.fromkeys(texts))
+        encoded = self.encode_queries(unique)
+        if len(unique) == len(texts):
+            return encoded
+        row = {t: i for i, t in enumerate(unique)}
+        return encoded[torch.tensor([row[t] for t in texts]).to(self.device)]
 
     @torch.no_grad()
     def encode_facts(self, texts: list[str]) -> dict[str, torch.Tensor]:
+        """Fact text -> its frozen evidence vector, each text encoded (the reference path; a
+        training step reads `fact_vectors` instead)."""
         unique = sorted(set(texts))
         if not unique:
             return {}
         vectors = torch.from_numpy(self.evidence.encode(unique)).to(self.device)
         return dict(zip(unique, vectors, strict=True))
+
+    def fact_vectors(self, texts: list[str]) -> tuple[dict[str, int], torch.Tensor]:
+        """(text -> row, rows on the device): each distinct fact of the batch once, read from the
+        embedding cache when the trainer's data module has one (`_facts`, set at fit start),
+        else encoded by the frozen evidence encoder. Row 0 exists even for no facts."""
+        unique = list(dict.fromkeys(texts))
+        if self._facts is not None:
+            vectors = torch.from_numpy(self._facts(unique)) if unique else None
+        else:
+            vectors = torch.from_numpy(self.evidence.encode(unique)) if unique else None
+        if vectors is None:
+            vectors = torch.zeros(1, self.evidence.dim)
+        index = {t: i for i, t in enumerate(unique)}
+        return index, vectors.to(self.device, non_blocking=True)
+
+    def _use_cached_fact_vectors(self, datamodule) -> None:
+        """Frozen fact vectors from the embedding cache the retrieval wrote (same encoder and
+        length, so the same vectors as encoding them again, up to float rounding)."""
+        from cgr.retrieval.fact_vectors import FactVectors
+
+        self._facts = None
+        pipeline = getattr(datamodule, "pipeline", None)
+        if pipeline is None or pipeline.retrieval.max_query_length != self.evidence.max_length:
+            return
+        sources = pipeline.fact_vector_sources()
+        if sources:
+            self._facts = FactVectors(self.evidence.encode, self.evidence.dim, sources)
 
     def _world_size(self) -> int:
         return self.trainer.world_size if self._trainer is not None else 1
@@ -150,70 +197,72 @@ class CGRModule(ReaderModule):
         total = torch.tensor([float(n_local)], device=self.device)
         return self.trainer.strategy.reduce(total, reduce_op="sum").item() / world
 
-    def _chain_rows_log_prob(self, hyps: list[str], rows: list[list[str]], vectors, reverse: bool):
-        """log p(c|h) for each row (a chain of facts, possibly empty = padding)."""
-        T = self.hparams.max_chain_facts
-        d = self.evidence.dim
-        ordered = [list(reversed(r)) if reverse else list(r) for r in rows]
-        query_texts, positions = [], []
-        for i, (h, chain) in enumerate(zip(hyps, ordered, strict=True)):
-            query = h
-            for t, fact in enumerate(chain):
-                query_texts.append(query)
-                positions.append((i, t))
-                query = f"{query} {self.sep} {fact}"
-        queries = torch.zeros(len(rows), T, d, device=self.device)
-        if query_texts:
-            encoded = self.encode_queries(query_texts)
-            index = torch.tensor(positions, device=self.device)
-            queries = queries.index_put((index[:, 0], index[:, 1]), encoded)
-        candidates = torch.zeros(len(rows), T, d, device=self.device)
-        mask = torch.zeros(len(rows), T, dtype=torch.bool, device=self.device)
-        for i, chain in enumerate(ordered):
-            for t, fact in enumerate(chain):
-                candidates[i, t] = vectors[fact]
-                mask[i, t] = True
+    def _chain_rows_log_prob(
+        self, rows: ChainRows, queries: torch.Tensor, vectors: torch.Tensor
+    ) -> torch.Tensor:
+        """log p(c|h) for each row (a chain of facts, possibly empty = padding); `queries` holds
+        the encoded `rows.query_texts` in order, `vectors` the batch's fact vectors."""
+        n, T = rows.facts.shape
+        d = vectors.shape[1]
+        facts = rows.facts.to(self.device, non_blocking=True)
+        positions = rows.positions.to(self.device, non_blocking=True)
+        placed = torch.zeros(n, T, d, device=self.device, dtype=queries.dtype)
+        if len(rows.query_texts):
+            placed = placed.index_put((positions[:, 0], positions[:, 1]), queries)
+        mask = facts >= 0
+        candidates = vectors[facts.clamp(min=0)] * mask.unsqueeze(-1)
         all_candidates = self._gather(candidates)
         all_mask = self._gather(mask)
-        offset = self.global_rank * len(rows)
-        targets = torch.arange(len(rows), device=self.device) + offset
+        offset = self.global_rank * n
+        targets = torch.arange(n, device=self.device) + offset
         return chain_log_prob(
-            queries, all_candidates, all_mask, targets, mask, self.hparams.similarity_scale
+            placed, all_candidates, all_mask, targets, mask, self.hparams.similarity_scale
         )
 
     # --- training ----------------------------------------------------------------------------
     def training_step(self, batch: list[ReaderExample], batch_idx: int):
         logits = self(batch)
-        labels = torch.tensor([ex.answer_index for ex in batch], device=self.device)
+        labels = torch.tensor([ex.answer_index for ex in batch]).to(self.device, non_blocking=True)
         reader = self.reader_loss(logits, labels)
         rewards = (logits.argmax(-1) == labels).float()
         terms = {"reader": reader}
         hp = self.hparams
-        inputs = ChainInputs.from_batch(
-            batch,
-            hp.max_chain_facts,
-            hp.chains_per_hypothesis,
-            f"{hp.sample_seed}:{self.current_epoch}",
-        )
-        vectors = self.encode_facts(inputs.fact_texts)
+        inputs = self.chain_inputs(batch)
+        index, vectors = self.fact_vectors(inputs.fact_texts)
+        T = hp.max_chain_facts
+        groups: dict[str, ChainRows] = {}
         if hp.use_supervised:
-            lp = self._chain_rows_log_prob(inputs.hypotheses, inputs.gold, vectors, reverse=False)
-            has_gold = torch.tensor([bool(g) for g in inputs.gold], device=self.device)
-            terms["supervised"] = self.supervised_loss(lp, has_gold)
+            groups["gold"] = ChainRows.build(inputs.hypotheses, inputs.gold, index, T, self.sep)
         if hp.use_mle or hp.use_rl:
             row_hyps = [inputs.hypotheses[q] for q in inputs.row_question]
-            weights = torch.tensor(inputs.row_weights, device=self.device)
-            fwd = self._chain_rows_log_prob(row_hyps, inputs.rows, vectors, reverse=False)
-            bwd = self._chain_rows_log_prob(row_hyps, inputs.rows, vectors, reverse=True)
+            groups["fwd"] = ChainRows.build(row_hyps, inputs.rows, index, T, self.sep)
+            groups["bwd"] = ChainRows.build(row_hyps, inputs.rows, index, T, self.sep, True)
+        # one query-encoder pass over the step's distinct queries (chains and hypotheses: the
+        # hypothesis starts the gold, forward and backward rows and is L_global's query)
+        texts = [t for rows in groups.values() for t in rows.query_texts]
+        texts += inputs.hypotheses if hp.use_global else []
+        encoded = self.encode_distinct(texts) if texts else None
+        queries, start = {}, 0
+        for name, rows in groups.items():
+            queries[name] = encoded[start : start + len(rows.query_texts)] if texts else None
+            start += len(rows.query_texts)
+        if hp.use_supervised:
+            lp = self._chain_rows_log_prob(groups["gold"], queries["gold"], vectors)
+            has_gold = torch.tensor([bool(g) for g in inputs.gold]).to(self.device)
+            terms["supervised"] = self.supervised_loss(lp, has_gold)
+        if hp.use_mle or hp.use_rl:
+            weights = torch.tensor(inputs.row_weights).to(self.device, non_blocking=True)
+            fwd = self._chain_rows_log_prob(groups["fwd"], queries["fwd"], vectors)
+            bwd = self._chain_rows_log_prob(groups["bwd"], queries["bwd"], vectors)
             n_hyp = self._per_rank_count(inputs.questions_with_chains)
             if hp.use_mle:
                 terms["mle"] = self.mle_loss(fwd, bwd, weights, n_hyp)
             if hp.use_rl:
                 baseline = self._gather(rewards).mean()
-                row_rewards = rewards[torch.tensor(inputs.row_question, device=self.device)]
+                row_rewards = rewards[torch.tensor(inputs.row_question).to(self.device)]
                 terms["rl"] = self.rl_loss(fwd, bwd, weights, row_rewards, baseline, n_hyp)
         if hp.use_global:
-            terms["global"] = self._global_loss(inputs.hypotheses, inputs.evidence, vectors)
+            terms["global"] = self._global_loss(encoded[start:], inputs.evidence, index, vectors)
         loss = sum(terms.values())
         if not torch.isfinite(loss):
             self._stop_on_bad_loss(loss, batch, batch_idx, terms)
@@ -248,29 +297,41 @@ class CGRModule(ReaderModule):
         )
         return loss
 
-    def _global_loss(self, hyps: list[str], chain_facts: list[list[str]], vectors) -> torch.Tensor:
+    def chain_inputs(self, batch: list[ReaderExample]) -> ChainInputs:
+        hp = self.hparams
+        seed = f"{hp.sample_seed}:{self.current_epoch}"
+        return ChainInputs.from_batch(batch, hp.max_chain_facts, hp.chains_per_hypothesis, seed)
+
+    def _global_loss(
+        self,
+        hypotheses: torch.Tensor,
+        chain_facts: list[list[str]],
+        index: dict[str, int],
+        vectors: torch.Tensor,
+    ) -> torch.Tensor:
+        """L_global over the batch's Ê; `hypotheses` are the encoded gold hypotheses. The index
+        tensors are built on the CPU in one pass and moved once."""
         per = max(1, self.hparams.max_chain_facts * 20)  # room for each hypothesis' Ê (padded)
-        d = self.evidence.dim
-        facts = torch.zeros(len(hyps) * per, d, device=self.device)
-        keys = torch.zeros(len(hyps) * per, dtype=torch.long, device=self.device)
-        valid = torch.zeros(len(hyps) * per, dtype=torch.bool, device=self.device)
-        for i, texts in enumerate(chain_facts):
-            for j, t in enumerate(texts[:per]):
-                facts[i * per + j] = vectors[t]
-                keys[i * per + j] = _key(t)
-                valid[i * per + j] = True
+        rows = [[index[t] for t in texts[:per]] for texts in chain_facts]
+        keys = [[_key(t) for t in texts[:per]] for texts in chain_facts]
+        fact_rows = torch.full((len(rows), per), -1, dtype=torch.long)
+        own = torch.full((len(rows), per), -1, dtype=torch.long)  # -1: never a key
+        for i, (r, k) in enumerate(zip(rows, keys, strict=True)):
+            fact_rows[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+            own[i, : len(k)] = torch.tensor(k, dtype=torch.long)
+        fact_rows = fact_rows.flatten().to(self.device, non_blocking=True)
+        own = own.to(self.device, non_blocking=True)
+        valid = fact_rows >= 0
+        facts = vectors[fact_rows.clamp(min=0)] * valid.unsqueeze(-1)
+        flat_keys = own.flatten().clamp(min=0)  # padding: key 0, never valid
         all_facts, all_keys, all_valid = (
             self._gather(facts),
-            self._gather(keys),
+            self._gather(flat_keys),
             self._gather(valid),
         )
-        membership = torch.zeros(len(hyps), len(all_keys), dtype=torch.bool, device=self.device)
-        for i, texts in enumerate(chain_facts):
-            if texts:
-                own = torch.tensor([_key(t) for t in texts[:per]], device=self.device)
-                membership[i] = torch.isin(all_keys, own) & all_valid
+        membership = (all_keys.view(1, -1, 1) == own.unsqueeze(1)).any(-1) & all_valid
         return self.global_loss(
-            self.encode_queries(hyps),
+            hypotheses,
             all_facts,
             membership,
             self.hparams.similarity_scale,

@@ -1,11 +1,15 @@
-"""What CGR's chain losses read from a batch, built once per batch in plain Python (no tensors):
-the gold hypotheses, the gold chains for L_S, the sampled chains for L_mle / L_rl laid out as a
-fixed number of rows per hypothesis (equal shapes on every DDP rank), and Ê for L_global."""
+"""What CGR's chain losses read from a batch, built once per batch on the CPU: the gold
+hypotheses, the gold chains for L_S, the sampled chains for L_mle / L_rl laid out as a fixed
+number of rows per hypothesis (equal shapes on every DDP rank), and Ê for L_global (`ChainInputs`,
+plain Python); and each group of rows as the index tensors the losses gather with (`ChainRows`),
+so a step moves a few small tensors to the device instead of writing it element by element."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+
+import torch
 
 from cgr.reader.examples import ReaderExample
 
@@ -70,3 +74,40 @@ def sample_chains(ex: ReaderExample, max_facts: int, n: int, seed: str) -> list[
     if len(texts) <= n:
         return texts
     return random.Random(f"{seed}:{ex.question_id}").sample(texts, n)
+
+
+@dataclass
+class ChainRows:
+    """Rows of chains as the chain losses read them (Eq. 5): q_1 = h, q_t = [q_{t-1}; SEP; e_{t-1}].
+
+    query_texts: every step's query, row by row; positions (n, 2): the (row, step) of each;
+    facts (rows, T): the row of each step's fact in the batch's fact vectors, -1 past the end."""
+
+    query_texts: list[str]
+    positions: torch.Tensor
+    facts: torch.Tensor
+
+    @classmethod
+    def build(
+        cls,
+        hypotheses: list[str],
+        rows: list[list[str]],
+        index: dict[str, int],
+        max_facts: int,
+        sep: str,
+        reverse: bool = False,
+    ) -> ChainRows:
+        """`reverse`: each chain read from its answer end (the backward term of L_mle / L_rl)."""
+        texts, positions = [], []
+        facts = torch.full((len(rows), max_facts), -1, dtype=torch.long)
+        for i, (h, chain) in enumerate(zip(hypotheses, rows, strict=True)):
+            chain = list(reversed(chain)) if reverse else list(chain)
+            query = h
+            for t, fact in enumerate(chain):
+                texts.append(query)
+                positions.append((i, t))
+                query = f"{query} {sep} {fact}"
+            if chain:
+                facts[i, : len(chain)] = torch.tensor([index[f] for f in chain])
+        pos = torch.tensor(positions, dtype=torch.long).view(-1, 2)
+        return cls(texts, pos, facts)

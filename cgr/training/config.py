@@ -65,6 +65,10 @@ def _as_list(value) -> list:
 
 def train_cli(argv: list[str]) -> TrainCLI:
     """Parse `cgr train` arguments and build trainer, model and datamodule (not run)."""
+    import torch
+
+    if torch.cuda.is_available():  # TF32 matmuls for float32 work (Lightning asks for it)
+        torch.set_float32_matmul_precision("high")
     # `cgr train` hands LightningCLI its own argv slice on purpose; the warning says otherwise
     warnings.filterwarnings("ignore", message="LightningCLI's args parameter", category=UserWarning)
     # allow_abbrev off: `--trainer.max_epoch` must be refused, not read as max_epochs;

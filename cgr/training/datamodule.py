@@ -191,6 +191,9 @@ class QADataModule(pl.LightningDataModule):
             query_model.train(was_training)
 
     def setup(self, stage: str | None = None) -> None:
+        trainer = self.trainer
+        if trainer is not None:  # each DDP rank retrieves its share on its own device
+            self.pipeline.set_device(trainer.strategy.root_device)
         wanted = {"fit": ["train", "dev"], "validate": ["dev"], "predict": ["predict"]}.get(
             stage or "fit", ["train", "dev"]
         )

@@ -91,7 +91,14 @@ class ReaderModule(pl.LightningModule):
         ]  # fmt: skip
 
     def configure_optimizers(self):
-        optimizer = torch.optim.AdamW(self.parameter_groups(), lr=self.hparams.lr)
+        # fused: one kernel over all parameters instead of a dozen passes (on two CPU cores
+        # AdamW over MiniLM took 80 ms a step, fused 17 ms). Lightning refuses gradient clipping
+        # with a fused optimizer under mixed precision, so there it stays the default (foreach)
+        precision = str(self.trainer.precision) if self._trainer is not None else "32-true"
+        fused = precision.startswith("32") and all(
+            p.device.type in {"cpu", "cuda"} for p in self.parameters()
+        )
+        optimizer = torch.optim.AdamW(self.parameter_groups(), lr=self.hparams.lr, fused=fused)
         total = max(1, int(self.trainer.estimated_stepping_batches))
         scheduler = get_linear_schedule_with_warmup(
             optimizer, int(self.hparams.warmup_ratio * total), total

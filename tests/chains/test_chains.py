@@ -234,3 +234,41 @@ def test_max_link_share_is_checked():
     for bad in (0.0, 1.5):
         with pytest.raises(ConfigError, match="max_link_share"):
             ChainConfig(max_link_share=bad)
+
+
+def test_chain_search_in_worker_processes_equals_one_process(tmp_path, monkeypatch):
+    """Questions searched in a pool of worker processes get the same chains, Ê and counters as
+    in one process (BM25 pools over the quickstart facts: no encoder needed)."""
+    from cgr.amr.parsers import AMRConfig
+    from cgr.chains import builder
+    from cgr.data.hypothesis import HypothesisGenerator
+    from cgr.data.loaders import load_multiple_choice
+    from cgr.evidence.pools import build_examples
+    from cgr.retrieval.factory import RetrievalConfig, build_retriever
+    from tests.conftest import ROOT
+
+    quickstart = ROOT / "data" / "quickstart"
+    questions = load_multiple_choice(quickstart / "dev.jsonl")[:24]
+    retriever = build_retriever(
+        RetrievalConfig(method="bm25", corpus=[str(quickstart / "facts.txt")], beam_size=8)
+    )
+    cache = str(tmp_path / "amr.sqlite")
+
+    def searched(workers: int):
+        examples = build_examples(questions, retriever, HypothesisGenerator(), progress=False)
+        cfg = builder.ChainConfig(amr=AMRConfig(cache=cache), stem_concepts=True, workers=workers,
+                                  explain_top_facts=4, time_budget_s=30.0)  # fmt: skip
+        chain_builder = builder.ChainBuilder(cfg, progress=False)
+        chain_builder.attach(examples)
+        counters = {
+            k: v for k, v in chain_builder.counters.items() if k != "searches_cut_by_budget"
+        }
+        return [(ex.chains, ex.chain_facts) for ex in examples], counters, chain_builder
+
+    monkeypatch.setattr(builder, "MIN_SHARE", 1)  # a worker per few questions: pools for real
+    one, one_counts, _ = searched(1)
+    many, many_counts, chain_builder = searched(3)
+    assert chain_builder.workers == 3 and len(chain_builder.search_seconds) == 24 * 4
+    assert sum(bool(c) for chains, _ in one for c in chains) > 10  # chains were found at all
+    assert many == one
+    assert many_counts == one_counts
