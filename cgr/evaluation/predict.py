@@ -174,7 +174,10 @@ def evaluate(
     require_writable_file(out, "--out")  # before the work, not after it
     if export_dir:
         require_writable_dir(export_dir, "--export-dir")
-    model = load_module(checkpoint_path, checkpoint)
+    import torch
+
+    # on the GPU before the DataModule retrieves: a CGR checkpoint's query encoder encodes there
+    model = load_module(checkpoint_path, checkpoint, "cuda" if torch.cuda.is_available() else "cpu")
     if hasattr(model, "query_encoder") and trained_encoder:  # CGR
         datamodule.use_query_encoder(model.query_encoder.eval())
     trainer = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False)

@@ -16,7 +16,7 @@ from cgr.models import resolve_model
 def load_sentence_encoder(name: str, device: str | None = None):
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(resolve_model(name), device=device or "cpu")
+    return SentenceTransformer(resolve_model(name), device=str(device) if device else "cpu")
 
 
 class TextEncoder:
