@@ -47,15 +47,50 @@ def build_parser(
 
 
 class CachedParser:
-    """A parser behind the persistent cache: what every step (chains, CLI, benchmarks) uses."""
+    """A parser behind the persistent cache: what every step (chains, CLI, benchmarks) uses.
+    `workers` > 1: the embedded parser runs in that many processes (spaCy on every core); a
+    sentence's graph does not depend on the batch it is parsed in."""
 
-    def __init__(self, cfg: AMRConfig, progress: bool = True):
+    def __init__(self, cfg: AMRConfig, progress: bool = True, workers: int = 1):
         self.cfg = cfg
         self.parser = build_parser(cfg.backend, cfg.model_dir, cfg.batch_size)
         self.cache = ParseCache(Path(cfg.cache))
         self.progress = progress
+        self.workers = workers if cfg.backend == "embedded" else 1  # amrlib: one GPU model
 
     def parse(self, sentences: list[str]) -> list[str | None]:
-        return self.cache.parse(
-            self.parser.name, sentences, self.parser.parse, self.cfg.batch_size, self.progress
-        )
+        if self.workers <= 1:
+            return self.cache.parse(
+                self.parser.name, sentences, self.parser.parse, self.cfg.batch_size, self.progress
+            )
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        context = multiprocessing.get_context("spawn")  # no fork of a CUDA/threaded process
+        # processes start at the first uncached batch: a fully cached parse starts none
+        with ProcessPoolExecutor(
+            self.workers, context, initializer=_start_worker, initargs=(self.cfg.batch_size,)
+        ) as pool:
+            size = self.cfg.batch_size
+
+            def parse_batch(chunk: list[str]) -> list[str | None]:
+                parts = [chunk[i : i + size] for i in range(0, len(chunk), size)]
+                return [g for part in pool.map(_parse_in_worker, parts) for g in part]
+
+            return self.cache.parse(
+                self.parser.name, sentences, parse_batch, size * self.workers, self.progress
+            )
+
+
+_WORKER_PARSER = None
+
+
+def _start_worker(batch_size: int) -> None:
+    global _WORKER_PARSER
+    from cgr.amr.embedded import EmbeddedParser
+
+    _WORKER_PARSER = EmbeddedParser(batch_size)
+
+
+def _parse_in_worker(sentences: list[str]) -> list[str | None]:
+    return _WORKER_PARSER.parse(sentences)

@@ -89,7 +89,7 @@ class ChainBuilder:
 
     def __init__(self, cfg: ChainConfig, progress: bool = True):
         self.cfg, self.progress = cfg, progress
-        self.parser = CachedParser(cfg.amr, progress=progress)
+        self.parser = CachedParser(cfg.amr, progress=progress, workers=self.workers)
         self.search = ChainSearchConfig(
             cfg.max_facts,
             max(cfg.max_chains, cfg.evidence_chains),

@@ -84,3 +84,20 @@ def test_processes_opening_a_fresh_cache_together_all_succeed(tmp_path):
         assert sorted(results.get() for _ in workers) == ["ok"] * 4, f"trial {trial}"
         stored = sqlite3.connect(path).execute("SELECT COUNT(*) FROM parses").fetchone()[0]
         assert stored == 4
+
+
+def test_parsing_in_worker_processes_equals_one_process(tmp_path):
+    """The embedded parser over several processes stores the same graphs as one process."""
+    from cgr.amr.parsers import AMRConfig, CachedParser
+    from tests.conftest import ROOT
+
+    facts = (ROOT / "data" / "quickstart" / "facts.txt").read_text().splitlines()[:40]
+    serial = CachedParser(AMRConfig(cache=str(tmp_path / "one.sqlite"), batch_size=8), False)
+    parallel = CachedParser(
+        AMRConfig(cache=str(tmp_path / "many.sqlite"), batch_size=8), False, workers=2
+    )
+    one = serial.parse(facts)
+    assert parallel.parse(facts) == one
+    assert sum(g is not None for g in one) >= 35
+    # the second call reads the cache: nothing left for the workers
+    assert parallel.parse(facts[:5]) == one[:5]
