@@ -264,6 +264,7 @@ def run_row(base: dict, row: str, args: argparse.Namespace) -> dict:
         "date": time.strftime("%Y-%m-%d"),
     }
     if args.split_steps:
+        save(dict(result, tag=args.tag_used), args.tag_used)  # kept if the split is cut short
         result["split_ms"] = step_split(config, datamodule, cuda, args)
     return result
 
@@ -488,6 +489,7 @@ def main() -> None:
     pl.seed_everything(33, verbose=False)
     base = train_config(args.config)
     tag = args.tag or _slug(f"{Path(args.config).stem}-b{args.batch_size or ''}")
+    args.tag_used = tag
     saved = []
     for row in args.rows:
         result = run_row(base, row, args)
