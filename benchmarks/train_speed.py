@@ -163,6 +163,18 @@ class StepClock(pl.Callback):
             self.validation.append(self._now() - self._val_start)
 
 
+def build_cli(config: dict):
+    """`cgr train`'s LightningCLI objects (not run) for an edited config."""
+    from cgr.training.config import train_cli
+
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        yaml.safe_dump(config, f)
+    try:
+        return train_cli(["--config", f.name])
+    finally:
+        os.unlink(f.name)
+
+
 def row_config(base: dict, row: str, args: argparse.Namespace) -> dict:
     config = copy.deepcopy(base)
     trainer = config["trainer"]
@@ -215,18 +227,11 @@ def _phase_timers(datamodule, phases: dict[str, float], counts: dict[str, int]) 
 
 
 def run_row(base: dict, row: str, args: argparse.Namespace) -> dict:
-    from cgr.training.config import train_cli
-
     config = row_config(base, row, args)
     cuda = args.accelerator in {"gpu", "cuda"} or (
         args.accelerator == "auto" and torch.cuda.is_available()
     )
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        yaml.safe_dump(config, f)
-    try:
-        cli = train_cli(["--config", f.name])
-    finally:
-        os.unlink(f.name)
+    cli = build_cli(config)
     model, datamodule = cli.model, cli.datamodule
     phases: dict[str, float] = defaultdict(float)
     counts: dict[str, int] = defaultdict(int)
@@ -277,14 +282,7 @@ def _trainer_kwargs(config: dict) -> dict:
 
 def step_split(config: dict, datamodule, cuda: bool, args: argparse.Namespace) -> dict:
     """Per-step milliseconds of each part, over `--split-steps` steps after `--warmup`."""
-    from cgr.training.config import train_cli
-
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        yaml.safe_dump(config, f)
-    try:
-        model = train_cli(["--config", f.name]).model
-    finally:
-        os.unlink(f.name)
+    model = build_cli(config).model
     timer = NestedTimer(cuda)
     for label, dotted in STEP_PARTS:
         _wrap_method(model, dotted, timer, label)
@@ -319,15 +317,8 @@ def profile(base: dict, args: argparse.Namespace) -> list[list]:
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
-    from cgr.training.config import train_cli
-
     config = row_config(base, "cgr", args)
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        yaml.safe_dump(config, f)
-    try:
-        cli = train_cli(["--config", f.name])
-    finally:
-        os.unlink(f.name)
+    cli = build_cli(config)
     cuda = torch.cuda.is_available() and args.accelerator != "cpu"
     clock = StepClock(cuda, stop_after=args.warmup + args.profile)
     kwargs = _trainer_kwargs(config)
