@@ -84,6 +84,12 @@ class QADataModule(pl.LightningDataModule):
         self._questions: dict[str, list] = {}
         self._pool_files: dict[str, Path] = {}
         self.splits: dict[str, list[ReaderExample]] = {}
+        self._collate = _as_list
+
+    def collate_with(self, collate) -> None:
+        """What batches are made with (the reader module's `ReaderCollate`: its workers pack and
+        tokenise); by default a plain list of examples."""
+        self._collate = collate
 
     @property
     def retrieval(self) -> RetrievalConfig:
@@ -223,7 +229,7 @@ class QADataModule(pl.LightningDataModule):
             shuffle=shuffle if sampler is None else None,
             sampler=sampler,
             num_workers=self.hparams.num_workers,
-            collate_fn=_as_list,
+            collate_fn=self._collate,
         )
 
     def train_dataloader(self) -> DataLoader:

@@ -41,6 +41,12 @@ class ReaderModule(pl.LightningModule):
         # torchmetrics: the epoch value is the exact share of questions right, synced under DDP
         self.train_accuracy, self.val_accuracy = MeanMetric(), MeanMetric()
 
+    def setup(self, stage: str) -> None:
+        """The DataModule's loaders pack and tokenise the reader's inputs (in their workers)."""
+        datamodule = getattr(self._trainer, "datamodule", None) if self._trainer else None
+        if hasattr(datamodule, "collate_with"):
+            datamodule.collate_with(self.reader.collate())
+
     def transfer_batch_to_device(self, batch, device, dataloader_idx):
         return batch  # a list of ReaderExample; tensors are made on the right device in encode()
 

@@ -74,3 +74,23 @@ def test_gradients_reach_the_encoder(reader):
     grad = reader.model.bert.embeddings.word_embeddings.weight.grad
     assert grad is not None and grad.abs().sum() > 0
     reader.zero_grad()
+
+
+def test_dataloader_workers_encode_what_the_reader_would(reader):
+    """ReaderCollate packs and tokenises in DataLoader worker processes; the reader then reads
+    the same tensors it would have made itself."""
+    from torch.utils.data import DataLoader
+
+    data = [example(3), example(5, answer=4), example(4, n_facts=6), example(2, n_facts=0)]
+    loader = DataLoader(data, batch_size=2, num_workers=2, collate_fn=reader.collate())
+    batches = list(loader)
+    assert [len(b) for b in batches] == [2, 2] and batches[0].encoded is not None
+    for batch, start in zip(batches, (0, 2), strict=True):
+        ours = reader.encode(batch)
+        theirs = reader.encode(list(data[start : start + 2]))  # a plain list: encoded here
+        assert ours.keys() == theirs.keys()
+        for key, value in theirs.items():
+            if torch.is_tensor(value):
+                assert torch.equal(ours[key], value), key
+            else:
+                assert ours[key] == value, key
