@@ -78,4 +78,7 @@ class EvidenceRefresh(pl.Callback):
         n, epoch = self.every_n_epochs, pl_module.current_epoch + 1
         datamodule = self._datamodule(trainer)
         if n and datamodule is not None and epoch % n == 0 and epoch < trainer.max_epochs:
-            datamodule.refresh_evidence(pl_module.query_encoder, trainer)
+            # with dev_on_validation the next validation retrieves dev again (with the encoder
+            # trained further by then), so dev pools refreshed here would never be read
+            splits = ["train"] if self.dev_on_validation else None
+            datamodule.refresh_evidence(pl_module.query_encoder, trainer, splits=splits)
