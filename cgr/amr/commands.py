@@ -9,6 +9,7 @@ from pathlib import Path
 from cgr.amr.parsers import AMRConfig, CachedParser
 from cgr.amr.smatch_score import read_gold, smatch_f1
 from cgr.data.loaders import require_file
+from cgr.validation import at_least
 
 
 def _add_backend(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +47,7 @@ def parse_command(args) -> int:
 
 
 def smatch_command(args) -> int:
+    at_least("--limit", args.limit, 0)  # a negative one would drop graphs from the end
     gold = read_gold(args.gold)[: args.limit or None]
     graphs = _parser(args).parse([s for s, _ in gold])
     scores = smatch_f1(graphs, [g for _, g in gold])

@@ -202,13 +202,16 @@ def main(argv: list[str]) -> int:
     )
 
     args = parsed(lambda: build_parser().parse_args(argv), "cgr ircot")
+    # every setting checked (the dataclasses' own rules) before any file is read or model loads
+    at_least("--limit", args.limit, 0)
+    loop = LoopConfig(**{**vars(args.loop), "method": args.method})
+    gen_cfg = GeneratorConfig(**vars(args.generator))
+    demo_cfg = DemoConfig(**vars(args.demos))
     out = require_writable_dir(args.out, "--out")  # before the models load, not after the run
     counters: Counter[str] = Counter()
     questions = load_lenient(args.data, counters)
     if args.limit:
         questions = questions[: args.limit]
-    loop = LoopConfig(**{**vars(args.loop), "method": args.method})
-    gen_cfg, demo_cfg = args.generator, args.demos
     corpus = paragraph_corpus(questions)
     retriever = None
     if loop.method != "nor" and not corpus:

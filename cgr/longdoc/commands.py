@@ -15,7 +15,7 @@ from cgr.longdoc.document import load_qasper
 from cgr.longdoc.lm import CountingLM
 from cgr.longdoc.methods import LM_EVIDENCE, LongDocConfig, LongDocQA
 from cgr.longdoc.summaries import Summarizer, SummaryConfig
-from cgr.validation import parsed
+from cgr.validation import at_least, parsed
 
 
 def build_parser():
@@ -61,6 +61,7 @@ def summarise(records: list[dict], summary_usage: Counter, documents: int) -> di
 
 def main(argv: list[str]) -> int:
     args = parsed(lambda: build_parser().parse_args(argv), "cgr longdoc")
+    at_least("--limit", args.limit, 0)  # a negative one would drop questions from the end
     out = require_writable_dir(args.out, "--out")
     settings = vars(args.longdoc)
     if args.method:

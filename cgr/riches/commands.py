@@ -118,6 +118,11 @@ def main(argv: list[str]) -> int:
     from cgr.ircot.generator import _load, resolve_generator
 
     args = parsed(lambda: build_parser().parse_args(argv), "cgr riches")
+    # every setting checked before any file is read or model loads
+    at_least("--limit", args.limit, 0)  # a negative one would drop questions from the end
+    riches = parsed(lambda: RichesConfig(**vars(args.riches)), "cgr riches")
+    gen = parsed(lambda: GeneratorConfig(**vars(args.generator)), "cgr riches")
+    decode_cfg = parsed(lambda: DecodeConfig(**vars(args.decode)), "cgr riches")
     out = require_writable_dir(args.out, "--out")
     counters: Counter[str] = Counter()
     questions = load_lenient(args.data, counters)
@@ -131,9 +136,6 @@ def main(argv: list[str]) -> int:
             "context",
             f"no paragraph text in any of its {len(questions)} questions",
         )
-    riches = parsed(lambda: RichesConfig(**vars(args.riches)), "cgr riches")
-    gen = parsed(lambda: GeneratorConfig(**vars(args.generator)), "cgr riches")
-    decode_cfg = parsed(lambda: DecodeConfig(**vars(args.decode)), "cgr riches")
     device = "cuda" if __import__("torch").cuda.is_available() else "cpu"
     tokenizer, model, seq2seq, _ = _load(
         *resolve_generator(gen.model, gen.gguf_file), device, gen.dtype, gen.quantize
