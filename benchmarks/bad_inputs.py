@@ -84,6 +84,12 @@ def cases(work: Path, config: Path, ckpt: Path) -> list[tuple[str, list[str], se
         + "\n",
     )
     dup = write(work / "dup.jsonl", q + "\n" + q + "\n")
+    empty_choice = write(
+        work / "empty-choice.jsonl", q.replace('"text": "coal"', '"text": " "') + "\n"
+    )
+    many = dict(QUESTION, question={"stem": "Which?", "choices": [
+        {"label": str(i), "text": f"choice {i}"} for i in range(12)]}, answerKey="1")  # fmt: skip
+    many_choices = write(work / "many-choices.jsonl", json.dumps(many) + "\n")
     bad_corpus = write(work / "bad-corpus.txt", b"solar power is renewable\ncoal is \xff not\n")
     hp_bad_byte = write(
         work / "hp-bad-byte.json", b"[" + json.dumps(HOTPOT).encode()[:-2] + b'\xff"}]'
@@ -111,6 +117,9 @@ def cases(work: Path, config: Path, ckpt: Path) -> list[tuple[str, list[str], se
         ("non-UTF-8 byte in a question file", [*ev, "--data", str(bad_byte)], {2}),
         ("1M-character question stem", [*ev, "--data", str(huge)], {2}),
         ("duplicate question ids", [*ev, "--data", str(dup)], {2}),
+        ("empty choice text in a question file", [*ev, "--data", str(empty_choice)], {2}),
+        ("12 choices in a question file", [*ev, "--data", str(many_choices)], {2}),
+        ("empty choice text (train)", [*train, f"--data.train_file={empty_choice}"], {2}),
         ("non-UTF-8 byte in a corpus", [*train, f"--data.retrieval.corpus=[{bad_corpus}]"], {2}),
         ("non-UTF-8 byte in a HotpotQA file", [*ircot, "--data", str(hp_bad_byte)], {2}),
         ("all-empty HotpotQA contexts", [*ircot, "--data", str(hp_empty)], {2}),

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from cgr.data.limits import question_problem
 from cgr.data.loaders import load_multiple_choice
 from cgr.data.records import Choice, Question
 from cgr.errors import ConfigError
@@ -45,14 +46,21 @@ def make_question(
     labels: Sequence[str] | None = None,
     question_id: str = "question",
 ) -> Question:
-    """A question record from plain text; a clear ConfigError for what cannot be answered."""
-    if not question.strip():
-        raise ConfigError("the question is empty")
-    if len(choices) < 2 or any(not c.strip() for c in choices):
-        raise ConfigError("give at least two non-empty choices")
-    labels = list(labels or string.ascii_uppercase[: len(choices)])
+    """A question record from plain text; a ConfigError naming the field for what cannot be
+    answered (the limits of cgr.data.limits, as for question files and `cgr serve`)."""
+    if problem := question_problem(question, choices):
+        field, what = problem
+        raise ConfigError(f"{field} {what}")
+    if labels is not None and (
+        isinstance(labels, str | bytes) or not isinstance(labels, list | tuple)
+    ):
+        raise ConfigError(f"labels must be a list of texts, not {type(labels).__name__}")
+    labels = [str(lb) for lb in (labels or string.ascii_uppercase[: len(choices)])]
     if len(labels) != len(choices) or len(set(labels)) != len(labels):
-        raise ConfigError("labels must be as many as the choices and all different")
+        raise ConfigError(
+            f"labels: {len(labels)} given for {len(choices)} choices; they must match one to "
+            "one and all differ"
+        )
     options = [Choice(lb, c) for lb, c in zip(labels, choices, strict=True)]
     return Question(question_id, question, options, None)
 

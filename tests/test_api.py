@@ -50,8 +50,14 @@ def test_predict_file_scores_like_cgr_eval(predictor, tiny_run, capsys, tmp_path
 def test_bad_questions_are_clear_errors(predictor):
     with pytest.raises(ConfigError, match="empty"):
         predictor.predict("  ", ["a", "b"])
-    with pytest.raises(ConfigError, match="two non-empty choices"):
+    with pytest.raises(ConfigError, match=r"choices has 1 choices \(from 2 to 8\)"):
         predictor.predict("Why?", ["only one"])
+    with pytest.raises(ConfigError, match=r"question has 1,000,000 characters \(at most 20,000\)"):
+        predictor.predict("x" * 1_000_000, ["a", "b"])  # refused at once, not after spaCy's 52 s
+    with pytest.raises(ConfigError, match="choices must be a list of texts, not str"):
+        predictor.predict("Why?", "ab")
+    with pytest.raises(ConfigError, match="choices.1. must be text, not int"):
+        predictor.predict("Why?", ["a", 2])
     with pytest.raises(ConfigError, match="labels"):
         predictor.predict("Why?", ["a", "b"], labels=["A", "A"])
 

@@ -11,6 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cgr.data.limits import (
+    MAX_CHOICE_CHARS,
+    MAX_QUESTION_CHARS,
+    choices_problem,
+    text_problem,
+)
 from cgr.data.records import Choice, OpenQuestion, Paragraph, Question
 from cgr.errors import DataFormatError
 
@@ -20,10 +26,6 @@ def require_file(path: str | Path, what: str = "data file") -> Path:
     if not p.is_file():
         raise DataFormatError(str(p), None, what, "file not found")
     return p
-
-
-MAX_QUESTION_CHARS = 20_000  # longer than any benchmark question by 10x; spaCy's limit is 1M
-MAX_CHOICE_CHARS = 5_000
 
 
 def read_utf8(path: str | Path, what: str = "data file") -> str:
@@ -80,20 +82,16 @@ def _get(obj: dict, key: str, kind: type, path: str, lineno: int | None, prefix:
 
 
 def parse_multiple_choice(obj: dict, path: str, lineno: int | None) -> Question:
-    """One OpenBookQA / ARC record (official jsonl). Labels may be A-E or 1-5; 3 to 5 choices."""
+    """One OpenBookQA / ARC record (official jsonl). Labels may be A-E or 1-5; OBQA and ARC have
+    3 to 5 choices, the limits (cgr.data.limits) allow 2 to 8."""
     qid = str(_get(obj, "id", (str, int), path, lineno))  # type: ignore[arg-type]
     question = _get(obj, "question", dict, path, lineno)
     stem = _get(question, "stem", str, path, lineno, "question.")
-    if len(stem) > MAX_QUESTION_CHARS:
-        raise DataFormatError(
-            path,
-            lineno,
-            "question.stem",
-            f"{len(stem):,} characters (at most {MAX_QUESTION_CHARS:,})",
-        )
+    if problem := text_problem(stem, MAX_QUESTION_CHARS):
+        raise DataFormatError(path, lineno, "question.stem", problem)
     raw_choices = _get(question, "choices", list, path, lineno, "question.")
-    if not 2 <= len(raw_choices) <= 8:
-        raise DataFormatError(path, lineno, "question.choices", f"{len(raw_choices)} choices")
+    if problem := choices_problem(raw_choices):
+        raise DataFormatError(path, lineno, "question.choices", problem)
     choices = []
     for i, c in enumerate(raw_choices):
         prefix = f"question.choices[{i}]."
@@ -103,13 +101,9 @@ def parse_multiple_choice(obj: dict, path: str, lineno: int | None) -> Question:
         text = c.get("text")
         if not isinstance(text, str):
             raise DataFormatError(path, lineno, prefix + "text", "missing or not a string")
-        if len(text) > MAX_CHOICE_CHARS:
-            raise DataFormatError(
-                path,
-                lineno,
-                prefix + "text",
-                f"{len(text):,} characters (at most {MAX_CHOICE_CHARS:,})",
-            )
+        # an empty choice would read as the bare question (its hypothesis has no answer)
+        if problem := text_problem(text, MAX_CHOICE_CHARS):
+            raise DataFormatError(path, lineno, prefix + "text", problem)
         choices.append(Choice(label=label, text=text.strip()))
     labels = [c.label for c in choices]
     if len(set(labels)) != len(labels):

@@ -3,35 +3,86 @@ endpoint over a checkpoint, on 127.0.0.1 by default.
 
 Under load it keeps answering: requests wait in a bounded queue and one worker thread answers
 them in batches (the reader scores a batch of questions about as fast as one on a CPU); only a
-full queue turns a request away, with 503 and Retry-After. A malformed request gets 422."""
+full queue turns a request away, with 503 and Retry-After. A malformed request gets 422 with
+the field and the reason (never its input), a body over --max-body-bytes 413 unread."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Annotated
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from cgr.data.records import Question
 from cgr.errors import CGRError, ConfigError
 from cgr.evaluation.prediction import Prediction
 from cgr.serving import checkpoint_parser
+from cgr.validation import at_least
 
 log = logging.getLogger(__name__)
 
 
 class Ask(BaseModel):
-    """The JSON body of POST /api/predict."""
+    """The JSON body of POST /api/predict. Its values are checked by `make_question` with
+    cgr.data.limits (types, lengths, counts), so serve refuses exactly what question files and
+    the Python API refuse, in the same words."""
 
-    question: str = Field(min_length=1, max_length=2000)
-    choices: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
-        min_length=2, max_length=26
-    )
-    labels: list[str] | None = None
+    question: Any
+    choices: Any
+    labels: Any = None
+
+
+MAX_BODY_BYTES = 1_000_000  # a request holding the longest question and 8 longest choices: ~60 kB
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over `max_bytes` is answered 413 before the app parses
+    it (by its Content-Length, or while a body without one is read), so a 50 MB upload is
+    neither parsed nor echoed."""
+
+    def __init__(self, app, max_bytes: int = MAX_BODY_BYTES):
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            return await self._refuse(send)
+        chunks, size, more = [], 0, True
+        while more:  # read (at most max_bytes) before the app sees any of it
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.max_bytes:
+                return await self._refuse(send)
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send) -> None:
+        detail = f"request body over {self.max_bytes:,} bytes (--max-body-bytes)"
+        payload = json.dumps({"detail": detail}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(payload)).encode())]})  # fmt: skip
+        await send({"type": "http.response.body", "body": payload})
 
 
 class QueueFull(Exception):
@@ -101,10 +152,13 @@ class BatchingQueue:
                     self.answered += 1
 
 
-def create_app(predictor, max_waiting: int = 64, max_batch: int = 8):
+def create_app(
+    predictor, max_waiting: int = 64, max_batch: int = 8, max_body_bytes: int = MAX_BODY_BYTES
+):
     """The FastAPI app: GET / (the page), POST /api/predict (JSON), GET /api/health."""
     from fastapi import FastAPI, HTTPException
-    from fastapi.responses import HTMLResponse
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import HTMLResponse, JSONResponse
 
     from cgr.api import make_question
     from cgr.chains.export import export_record, render_page
@@ -118,6 +172,16 @@ def create_app(predictor, max_waiting: int = 64, max_batch: int = 8):
         await queue.stop()
 
     app = FastAPI(title="cgr", lifespan=lifespan)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request, exc: RequestValidationError) -> JSONResponse:
+        """The field and the reason, never the input: a 50 MB field is not sent back, and a
+        NaN in it cannot break the reply's JSON."""
+        errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+                  for e in exc.errors()]  # fmt: skip
+        return JSONResponse(status_code=422, content={"detail": errors})
+
     page = render_page([], "cgr: ask a question", mode="serve")
 
     @app.get("/", response_class=HTMLResponse)
@@ -156,15 +220,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--max-waiting", type=int, default=64, help="queued requests before 503")
     parser.add_argument("--max-batch", type=int, default=8, help="questions scored together")
+    parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES,
+                        help="larger request bodies get 413 before they are parsed")  # fmt: skip
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be in 0..65535, not {args.port}")
+    for flag, value in (("--max-waiting", args.max_waiting), ("--max-batch", args.max_batch),
+                        ("--max-body-bytes", args.max_body_bytes)):  # fmt: skip
+        at_least(flag, value, 1)  # before the model loads
     import uvicorn
 
     from cgr.api import Predictor
 
     predictor = Predictor.from_checkpoint(args.checkpoint)
-    app = create_app(predictor, args.max_waiting, args.max_batch)
+    app = create_app(predictor, args.max_waiting, args.max_batch, args.max_body_bytes)
     print(f"serving {args.checkpoint} on http://{args.host}:{args.port}/", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

@@ -168,7 +168,7 @@ def test_a_huge_stem_and_a_repeated_id_are_refused(tmp_path):
     row = mc("q1")
     row["question"]["stem"] = "why " * 10_000
     with pytest.raises(
-        DataFormatError, match=r"question.stem': 40,000 characters \(at most 20,000\)"
+        DataFormatError, match=r"question.stem': has 40,000 characters \(at most 20,000\)"
     ):
         load_multiple_choice(write_jsonl(tmp_path / "a.jsonl", [row]))
     with pytest.raises(DataFormatError, match=r"b.jsonl:2: field 'id': 'q1' repeats line 1"):

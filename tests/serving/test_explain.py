@@ -49,4 +49,4 @@ def test_explanation_lists_chains_under_their_choice():
 def test_empty_question_is_exit_2(capsys, question, tmp_path):
     code = main(["explain", "--checkpoint", "never/loaded.ckpt", "--question",
                  question, "--choices", "a", "b", "--out-dir", str(tmp_path)])  # fmt: skip
-    assert code == 2 and "the question is empty" in capsys.readouterr().err
+    assert code == 2 and "question is empty" in capsys.readouterr().err

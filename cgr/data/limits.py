@@ -1,0 +1,51 @@
+"""The input limits every entry point applies (question files, `cgr.Predictor`, `cgr explain`,
+`cgr serve`), with the same numbers and the same words, so a question refused in one place is
+refused everywhere.
+
+Why these numbers: the longest benchmark question (ARC) is about 2,000 characters, so 20,000
+leaves ten times the room while keeping a hostile input far from spaCy's own 1M-character limit
+(a 1M-character question took 52 s before spaCy refused it); two choices is the least a
+multiple-choice question has, eight twice what OBQA / ARC use.
+"""
+
+from __future__ import annotations
+
+MAX_QUESTION_CHARS = 20_000
+MAX_CHOICE_CHARS = 5_000
+MIN_CHOICES, MAX_CHOICES = 2, 8
+
+
+def text_problem(value: object, limit: int) -> str | None:
+    """What is wrong with a question or choice text, or None."""
+    if not isinstance(value, str):
+        return f"must be text, not {type(value).__name__}"
+    if not value.strip():
+        return "is empty"
+    if len(value) > limit:
+        return f"has {len(value):,} characters (at most {limit:,})"
+    return None
+
+
+def choices_problem(choices: object) -> str | None:
+    """What is wrong with the list of choices as a whole (its type and count), or None."""
+    if isinstance(choices, str | bytes) or not isinstance(choices, list | tuple):
+        return f"must be a list of texts, not {type(choices).__name__}"
+    if not MIN_CHOICES <= len(choices) <= MAX_CHOICES:
+        return f"has {len(choices)} choices (from {MIN_CHOICES} to {MAX_CHOICES})"
+    return None
+
+
+def question_problem(question: object, choices: object) -> tuple[str, str] | None:
+    """(field, what is wrong) for the first problem of a question and its choices, or None.
+    Fields: `question`, `choices`, `choices[i]`."""
+    problem = text_problem(question, MAX_QUESTION_CHARS)
+    if problem:
+        return "question", problem
+    problem = choices_problem(choices)
+    if problem:
+        return "choices", problem
+    for i, choice in enumerate(choices):
+        problem = text_problem(choice, MAX_CHOICE_CHARS)
+        if problem:
+            return f"choices[{i}]", problem
+    return None
