@@ -12,9 +12,11 @@ from pathlib import Path
 import yaml
 from pytorch_lightning.cli import LightningCLI
 
+from cgr.errors import ConfigError, DataFormatError
+from cgr.files import require_writable_dir
 from cgr.training.datamodule import QADataModule
 from cgr.training.module import ReaderModule
-from cgr.validation import parsed
+from cgr.validation import at_least, parsed
 
 CHECKPOINT = "pytorch_lightning.callbacks.ModelCheckpoint"
 # logger class -> (the init arg naming the run, its value when the config leaves it unset)
@@ -38,7 +40,11 @@ class TrainCLI(LightningCLI):
         )
 
     def before_instantiate_classes(self) -> None:
+        """Runs before the trainer, loggers, model or data exist: every check that needs no
+        model happens here, so a refusal leaves no W&B run or log folder behind."""
         name_run(self.config)
+        check_output_folders(self.config)
+        check_data_settings(self.config.get("data"))
 
 
 def name_run(config) -> None:
@@ -55,6 +61,45 @@ def name_run(config) -> None:
         arg, unset = RUN_NAME_ARGS.get(getattr(logger, "class_path", ""), (None, None))
         if arg and logger.init_args.get(arg) == unset:
             logger.init_args[arg] = name
+
+
+def check_output_folders(config) -> None:
+    """The run name is one folder name (not a path that writes outside checkpoints/), and every
+    checkpoint folder can be written (not under a file)."""
+    name = str(config.get("name") or "")
+    if not name or name in {".", ".."} or any(c in name for c in "/\\") or name.startswith("-"):
+        raise ConfigError(
+            f"--name {name!r}: a run name is one folder name (checkpoints/NAME), not a path"
+        )
+    for callback in _as_list(config.trainer.get("callbacks")):
+        folder = callback.init_args.get("dirpath") if callback.class_path == CHECKPOINT else None
+        if folder:
+            require_writable_dir(folder, "checkpoint folder (ModelCheckpoint dirpath)")
+
+
+def check_data_settings(data) -> None:
+    """QADataModule's own checks on plain values, and its files found, before any model loads
+    (LightningCLI builds the model before the data module)."""
+    if data is None:
+        return
+    for key, minimum in (("batch_size", 1), ("eval_batch_size", 1), ("num_workers", 0),
+                         ("max_evidence", 1), ("retrieval_batch_size", 1)):  # fmt: skip
+        if data.get(key) is not None:
+            at_least(f"data.{key}", data.get(key), minimum)
+    train = data.get("train_file")
+    files = [("data.train_file", f) for f in (train if isinstance(train, list) else [train])]
+    files += [
+        ("data.dev_file", data.get("dev_file")),
+        ("data.predict_file", data.get("predict_file")),
+    ]
+    files += [("data.gold_facts_files", f) for f in data.get("gold_facts_files") or []]
+    retrieval = data.get("retrieval")
+    if retrieval is not None and retrieval.get("method") not in {"none", "gold"}:
+        files += [("data.retrieval.corpus", f) for f in retrieval.get("corpus") or []]
+        files.append(("data.retrieval.open_book", retrieval.get("open_book")))
+    for what, path in files:
+        if path and not Path(str(path)).exists():  # a corpus may be a folder of tsv tables
+            raise DataFormatError(str(path), None, what, "file not found")
 
 
 def _as_list(value) -> list:

@@ -1,0 +1,39 @@
+"""`cgr train` refuses what it can check without a model before anything is built: no W&B run
+or log folder is left behind (benchmarks/bad_inputs.py prints the seconds to each refusal)."""
+
+import pytest
+
+from cgr.cli import main
+from tests.conftest import ROOT
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--name=README.md/x"], "--name 'README.md/x': a run name is one folder name"),
+        (["--name=../elsewhere"], "--name '../elsewhere': a run name is one folder name"),
+        (["--data.batch_size=0"], "data.batch_size must be a number >= 1, not 0"),
+        (["--data.max_evidence=0"], "data.max_evidence must be a number >= 1, not 0"),
+        (["--data.train_file=nowhere/train.jsonl"], "nowhere/train.jsonl: field 'data.train_file': file not found"),
+        (["--data.retrieval.corpus=[nowhere/facts.txt]"], "field 'data.retrieval.corpus': file not found"),
+    ],
+)  # fmt: skip
+def test_refused_before_any_model_or_log_folder(args, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # logs/ and wandb/ would appear here
+    (tmp_path / "data").symlink_to(ROOT / "data")
+    (tmp_path / "configs").symlink_to(ROOT / "configs")
+    assert main(["train", "--config", "configs/default.yaml", *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "logs").exists() and not (tmp_path / "wandb").exists()
+
+
+def test_a_checkpoint_folder_under_a_file_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").symlink_to(ROOT / "data")
+    (tmp_path / "configs").symlink_to(ROOT / "configs")
+    (tmp_path / "checkpoints").write_text("a file, not a folder")
+    assert main(["train", "--config", "configs/default.yaml"]) == 2
+    assert (
+        "checkpoint folder (ModelCheckpoint dirpath) checkpoints/default: cannot write"
+        in capsys.readouterr().err
+    )
