@@ -105,6 +105,8 @@ def cases(work: Path, config: Path, ckpt: Path) -> list[tuple[str, list[str], se
         work / "hp-one-empty.json", json.dumps([HOTPOT, {**HOTPOT, "_id": "h2", "context": []}])
     )
     hp_dup = write(work / "hp-dup.json", json.dumps([HOTPOT, HOTPOT]))
+    qasper_empty = write(work / "qasper-empty.json", json.dumps(
+        {"p1": {"title": "T", "full_text": [], "qas": [{"question": "What?", "answers": []}]}}))  # fmt: skip
     blocker = write(work / "a-file", "not a folder")
     train = ["train", "--config", str(config)]
     ev = ["eval", "--checkpoint", str(ckpt)]
@@ -142,6 +144,8 @@ def cases(work: Path, config: Path, ckpt: Path) -> list[tuple[str, list[str], se
         ("ircot --limit -1", [*ircot, "--data", str(hp_one_empty), "--limit", "-1"], {2}),
         ("riches --limit -1", ["riches", "--out", str(work / "riches"), "--data", str(hp_one_empty),
                                "--limit", "-1"], {2}),
+        ("QASPER paper without paragraph text", ["longdoc", "--out", str(work / "longdoc"), "--data",
+                                                 str(qasper_empty)], {2}),
         ("longdoc --limit -1", ["longdoc", "--out", str(work / "longdoc"), "--data", str(hp_one_empty),
                                 "--limit", "-1"], {2}),
         ("HotpotQA record with empty context (counted)", [*ircot, "--data", str(hp_one_empty), "--limit", "0",

@@ -88,6 +88,8 @@ def _document(path: Path, paper_id: str, record: dict) -> Document:
                 paragraphs.append(text.strip())
         if ids:  # a heading without text (a parent of subsections) has nothing to retrieve
             sections.append(Section(tuple(p.strip() for p in name.split(":::")), tuple(ids)))
+    if not paragraphs:  # nothing to choose evidence from: choosing none would score F1 1.0
+        raise _fail(path, paper_id, "full_text", "has no paragraph text")
     title = record.get("title") or ""
     abstract = record.get("abstract") or ""
     return Document(paper_id, str(title), str(abstract), paragraphs, sections)

@@ -119,7 +119,10 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     )
     assert "needs generator.backend transformers" in capsys.readouterr().err
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"p1": {"title": "T", "full_text": [], "qas": [{"answers": []}]}}))
+    section = {"section_name": "S", "paragraphs": ["Some text."]}
+    bad.write_text(
+        json.dumps({"p1": {"title": "T", "full_text": [section], "qas": [{"answers": []}]}})
+    )
     assert main(["longdoc", "--config", "configs/d3_qasper.yaml", "--data", str(bad), *out]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "['p1'].qas[0].question" in err

@@ -40,6 +40,10 @@ def test_answers_of_every_type_and_evidence_as_paragraph_ids():
     [
         (lambda p: p.pop("full_text"), "['cgr-bread'].full_text"),
         (
+            lambda p: p.update(full_text=[]),
+            "['cgr-bread'].full_text",
+        ),  # no text: F1 1.0 for nothing
+        (
             lambda p: p["full_text"][1].update(paragraphs="text"),
             "['cgr-bread'].full_text[1].paragraphs",
         ),
