@@ -232,8 +232,27 @@ def main(argv: list[str]) -> int:
 
     from cgr.api import Predictor
 
+    sock = listening_socket(args.host, args.port)  # a port in use is refused before the model loads
     predictor = Predictor.from_checkpoint(args.checkpoint)
     app = create_app(predictor, args.max_waiting, args.max_batch, args.max_body_bytes)
-    print(f"serving {args.checkpoint} on http://{args.host}:{args.port}/", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    host, port = sock.getsockname()[:2]
+    print(f"serving {args.checkpoint} on http://{host}:{port}/", flush=True)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0
+
+
+def listening_socket(host: str, port: int):
+    """The server's socket, bound now: "serving ..." is printed only once it is listening."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise ConfigError(
+            f"--host {host} --port {port}: cannot listen there ({e.strerror})"
+        ) from None
+    return sock

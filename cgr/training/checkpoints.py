@@ -48,25 +48,31 @@ def read_checkpoint(path: str | Path) -> dict:
 def resume_checkpoint(folder: str | Path) -> Path | None:
     """What `cgr train` resumes from: last.ckpt when it reads; a damaged last.ckpt (a run killed
     while writing it) is set aside as last.ckpt.damaged-N, never deleted, and the run resumes
-    from best.ckpt if that reads, else starts from scratch. Each step is logged."""
+    from best.ckpt if that reads (a damaged best.ckpt is set aside the same way), else starts
+    from scratch. Each step is logged."""
     folder = Path(folder)
-    last = folder / "last.ckpt"
+    last, best = folder / "last.ckpt", folder / "best.ckpt"
     if not last.exists():
         return None
-    try:
-        read_checkpoint(last)
+    if _readable_or_set_aside(last):
         return last
+    if best.exists() and _readable_or_set_aside(best):
+        log.warning("resuming from %s instead", best)
+        return best
+    log.warning("no readable checkpoint in %s: training starts from scratch", folder)
+    return None
+
+
+def _readable_or_set_aside(path: Path) -> bool:
+    """Whether `path` reads; a damaged file is renamed NAME.damaged-N (never deleted, never
+    overwritten by the run that follows)."""
+    try:
+        read_checkpoint(path)
+        return True
     except CheckpointError as e:
         n = 1
-        while (aside := folder / f"last.ckpt.damaged-{n}").exists():
+        while (aside := path.with_name(f"{path.name}.damaged-{n}")).exists():
             n += 1
-        last.rename(aside)
+        path.rename(aside)
         log.warning("%s; set aside as %s", e, aside.name)
-    best = folder / "best.ckpt"
-    try:
-        read_checkpoint(best)
-    except CheckpointError:
-        log.warning("no readable checkpoint in %s: training starts from scratch", folder)
-        return None
-    log.warning("resuming from %s instead", best)
-    return best
+        return False

@@ -101,3 +101,18 @@ def test_serve_refuses_a_large_body_before_parsing_it(client):
 def _post(client, body):
     response = client.post("/api/predict", json=body)
     return response.status_code, response.json()
+
+
+def test_serve_refuses_a_port_in_use_before_loading_the_model(tmp_path, capsys):
+    import socket
+
+    from cgr.cli import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        missing = tmp_path / "never-loaded.ckpt"  # the model would fail to load: it is not reached
+        assert main(["serve", "--checkpoint", str(missing), "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert f"--port {port}: cannot listen there" in err and "serving" not in err

@@ -65,3 +65,14 @@ def test_no_readable_checkpoint_means_from_scratch(tmp_path):
     assert resume_checkpoint(tmp_path) is None and (tmp_path / "last.ckpt.damaged-1").exists()
     torch.save({"state_dict": {}}, tmp_path / "last.ckpt")
     assert resume_checkpoint(tmp_path) == tmp_path / "last.ckpt"
+
+
+def test_a_damaged_best_checkpoint_is_set_aside_too(tmp_path):
+    """The run that starts from scratch would overwrite best.ckpt: a damaged one is kept."""
+    from cgr.training.checkpoints import resume_checkpoint
+
+    (tmp_path / "last.ckpt").write_bytes(b"")
+    (tmp_path / "best.ckpt").write_bytes(b"PK\x03\x04 cut")
+    assert resume_checkpoint(tmp_path) is None
+    assert (tmp_path / "best.ckpt.damaged-1").read_bytes() == b"PK\x03\x04 cut"
+    assert not (tmp_path / "best.ckpt").exists()
