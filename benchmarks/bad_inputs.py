@@ -15,6 +15,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import yaml
@@ -200,7 +201,7 @@ def main() -> int:
         all_cases.append((resume_case, ["train", "--config", str(config)], {0}))
         last = work / "ckpt" / "last.ckpt"
         good_last = last.read_bytes()
-        print(f"{'case':<48} exit  message")
+        print(f"{'case':<48} exit  seconds  message")
         for name, argv, expected in all_cases:
             if args.only and args.only not in name:
                 continue
@@ -208,13 +209,15 @@ def main() -> int:
                 name == resume_case
             ):  # damaged right before its case (earlier train cases resume too)
                 write(last, good_last[:1000])
+            start = time.perf_counter()
             code, out, err = run(argv)
+            seconds = time.perf_counter() - start  # the whole process: start-up and imports too
             traceback = "Traceback (most recent call last)" in err
             line = message(code, out, err)
             ok = code in expected and not traceback
             failures += not ok
             print(
-                f"{name:<48} {code:>4}  {line}{'' if ok else '   <-- FAIL' + (' (traceback)' if traceback else '')}",
+                f"{name:<48} {code:>4}  {seconds:7.1f}  {line}{'' if ok else '   <-- FAIL' + (' (traceback)' if traceback else '')}",
                 flush=True,
             )
         if Path("/tmp/cgr-crafted-ran").exists():
