@@ -50,9 +50,9 @@ def training_evidence_refreshed(epoch: int, every_n_epochs: int) -> bool:
 
 class EvidenceRefresh(pl.Callback):
     """CGR re-retrieves evidence with its trained query encoder (`pl_module.query_encoder`):
-    every `every_n_epochs` training epochs (train and dev; not after the last epoch), and, with
-    `dev_on_validation`, the dev pools before each validation once the training evidence has
-    been refreshed, so the checkpoint kept as best is chosen on the evidence `cgr eval` gives
+    every `every_n_epochs` training epochs (train, and dev unless `dev_on_validation`; not after
+    the last epoch), and, with `dev_on_validation`, the dev pools before each validation once
+    the training evidence has been refreshed, so the checkpoint kept as best is chosen on the evidence `cgr eval` gives
     it by default (`--query-encoder auto`; issue 15)."""
 
     def __init__(self, every_n_epochs: int = 1, dev_on_validation: bool = True):
