@@ -2,7 +2,8 @@
 
 For each row it runs one real training epoch of `cgr train`'s own objects (LightningCLI over the
 config, the config's model class or the reader alone) and reports
-- training questions/s over the epoch's steps (the first `--warmup` steps excluded);
+- training questions/s over the epoch's steps, each from the previous step's end (loading and
+  collating the batch included; the first `--warmup` steps excluded);
 - phase wall times: setup retrieval (pools), chain search (parse + chains + evidence
   selection), the epoch, and the dev refresh a CGR validation runs;
 - the step split from a second, shorter pass with timers around the step's parts (the GPU
@@ -142,6 +143,7 @@ class StepClock(pl.Callback):
     def on_train_epoch_start(self, trainer, pl_module):
         self.gpu = GpuSampler()
         self._epoch_start = self._now()
+        self._last_end = None
 
     def on_train_epoch_end(self, trainer, pl_module):
         self.epoch = self._now() - self._epoch_start
@@ -151,7 +153,11 @@ class StepClock(pl.Callback):
         self._start = self._now()
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        self.steps.append((self._now() - self._start, len(batch)))
+        # from the previous step's end: the batch's loading and collating (the reader's packing
+        # and tokenising, in the loop's process when data.num_workers is 0) count too
+        now = self._now()
+        self.steps.append((now - (self._last_end or self._start), len(batch)))
+        self._last_end = now
         if self.stop_after is not None and len(self.steps) >= self.stop_after:
             trainer.should_stop = True
 
