@@ -1,5 +1,7 @@
 """`cgr serve` under load: bounded bursts of concurrent requests on loopback; per burst size,
-p50 / p99 latency, answered, refused (503: queue full), other errors and questions/s.
+p50 / p99 latency, answered, refused (503: queue full), other errors and questions/s; the
+server's RSS before and after; and a slow client (its body sent one byte a second) beside a
+normal request, which must be answered as fast as alone (the model thread is not held).
 
     .venv/bin/python benchmarks/serve_load.py                      # a tiny checkpoint, trained first
     .venv/bin/python benchmarks/serve_load.py --checkpoint checkpoints/default/best.ckpt
@@ -52,6 +54,29 @@ def ask(url: str, body: dict) -> tuple[int, float]:
     return status, time.perf_counter() - start
 
 
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process (Linux /proc), MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def slow_client(port: int, body: bytes, seconds: int) -> int:
+    """Sends the request line and headers, then the body one byte a second for `seconds`
+    seconds (then the rest at once); the status it gets."""
+    with socket.create_connection(("127.0.0.1", port), timeout=600) as sock:
+        head = (f"POST /api/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")  # fmt: skip
+        sock.sendall(head.encode())
+        for i in range(min(seconds, len(body) - 1)):
+            sock.sendall(body[i : i + 1])
+            time.sleep(1.0)
+        sock.sendall(body[min(seconds, len(body) - 1) :])
+        reply = sock.recv(64).decode(errors="replace")
+    return int(reply.split()[1]) if reply.startswith("HTTP/") else -1
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return (
@@ -62,7 +87,8 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", default=None, help="default: train a tiny one first")
-    parser.add_argument("--bursts", type=int, nargs="+", default=[1, 10, 50])
+    parser.add_argument("--bursts", type=int, nargs="+", default=[1, 10, 50, 120])
+    parser.add_argument("--slow-seconds", type=int, default=10, help="the slow client's dribble")
     parser.add_argument("--max-waiting", type=int, default=64)
     parser.add_argument("--max-batch", type=int, default=8)
     args = parser.parse_args()
@@ -92,6 +118,7 @@ def main() -> int:
                 except OSError:
                     time.sleep(0.5)
             ask(base + "/api/predict", bodies[0])  # warm-up: parser, caches
+            rss_before = rss_mb(server.pid)
             rows, saved = [], []
             for burst in args.bursts:
                 with ThreadPoolExecutor(max_workers=burst) as pool:
@@ -112,6 +139,15 @@ def main() -> int:
                 saved.append(row)
                 rows.append([burst, len(ok), refused, errors, f"{row['p50_s']:.2f}", f"{row['p99_s']:.2f}",
                              f"{row['questions_per_s']:.2f}"])  # fmt: skip
+            rss_after = rss_mb(server.pid)
+            _, alone = ask(base + "/api/predict", bodies[1])
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                slow = pool.submit(
+                    slow_client, port, json.dumps(bodies[2]).encode(), args.slow_seconds
+                )
+                time.sleep(2)  # the slow client is mid-body
+                status, beside = ask(base + "/api/predict", bodies[1])
+                slow_status = slow.result()
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -120,9 +156,17 @@ def main() -> int:
     print_table(
         ["burst", "answered", "refused (503)", "errors", "p50 s", "p99 s", "questions/s"], rows
     )
+    print(f"server RSS: {rss_before:.0f} MB after the warm-up, {rss_after:.0f} MB after the bursts")
+    print(
+        f"a request alone: {alone:.2f} s; beside a client sending its body one byte a second "
+        f"({args.slow_seconds} s): {beside:.2f} s (status {status}); the slow client got {slow_status}"
+    )
     save_result("serve_load", {"machine": machine(), "max_waiting": args.max_waiting,
-                               "max_batch": args.max_batch, "checkpoint": args.checkpoint or "tiny", "rows": saved})  # fmt: skip
-    return 0 if all(r["errors"] == 0 for r in saved) else 1
+                               "max_batch": args.max_batch, "checkpoint": args.checkpoint or "tiny", "rows": saved,
+                               "rss_mb_before": rss_before, "rss_mb_after": rss_after, "alone_s": alone,
+                               "beside_slow_client_s": beside, "slow_client_status": slow_status})  # fmt: skip
+    held = status != 200 or beside > alone + args.slow_seconds / 2
+    return 0 if all(r["errors"] == 0 for r in saved) and not held else 1
 
 
 if __name__ == "__main__":
