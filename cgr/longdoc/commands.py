@@ -35,7 +35,7 @@ def build_parser():
 
 
 def summarise(records: list[dict], summary_usage: Counter, documents: int) -> dict:
-    n = max(1, len(records))
+    n, nan = max(1, len(records)), float("nan")
     mean = lambda key: sum(r[key] for r in records) / n  # noqa: E731
     by_type: dict[str, list[float]] = defaultdict(list)
     for r in records:
@@ -46,6 +46,11 @@ def summarise(records: list[dict], summary_usage: Counter, documents: int) -> di
         "questions": len(records), "documents": documents,
         "evidence_precision": mean("evidence_precision"), "evidence_recall": mean("evidence_recall"),
         "evidence_f1": mean("evidence_f1"),
+        # nan when a resumed run holds records written before these were scored
+        "evidence_f1_official": sum(r.get("evidence_f1_official", nan) for r in records) / n,
+        "evidence_f1_official_text_only": sum(
+            r.get("evidence_f1_official_text_only", nan) for r in records
+        ) / n,
         "answer_f1": statistics.mean(answered) if answered else float("nan"),
         "answer_f1_by_type": {k: statistics.mean(v) for k, v in sorted(by_type.items())},
         "tokens_per_question": mean("tokens"), "calls_per_question": mean("calls"),

@@ -24,7 +24,7 @@ from typing import Literal
 
 from cgr.longdoc.document import DocQuestion, Document
 from cgr.longdoc.lm import CountingLM
-from cgr.longdoc.metrics import answer_f1, evidence_scores
+from cgr.longdoc.metrics import answer_f1, evidence_scores, official_evidence_f1
 from cgr.longdoc.prompts import (
     ANSWER_INSTRUCTION,
     PARAGRAPHS_INSTRUCTION,
@@ -253,6 +253,8 @@ class LongDocQA:
         evidence_calls = sum(v for k, v in usage.items() if k.endswith("_calls"))
         prediction = self.answer(q, ids, usage) if self.cfg.answer else ""
         scores = evidence_scores(set(ids), q.gold_evidence())
+        chosen = [q.document.paragraphs[i] for i in ids]
+        annotations = [(a.kind == "unanswerable", a.evidence) for a in q.answers]
         references = [a.text for a in q.answers]
         return {
             "id": q.id, "paper": q.document.id, "question": q.question,
@@ -260,6 +262,9 @@ class LongDocQA:
             "paragraph_texts": [q.document.paragraphs[i][:200] for i in ids],
             "evidence_precision": scores["precision"], "evidence_recall": scores["recall"],
             "evidence_f1": scores["f1"], "prediction": prediction, "gold_answers": references,
+            # QASPER's scorer over evidence strings: its default and its text-evidence-only variant
+            "evidence_f1_official": official_evidence_f1(chosen, annotations),
+            "evidence_f1_official_text_only": official_evidence_f1(chosen, annotations, True),
             "answer_type": q.answers[0].kind if q.answers else None,
             "answer_f1": answer_f1(prediction, references) if self.cfg.answer else None,
             "evidence_tokens": evidence_tokens, "evidence_calls": evidence_calls,

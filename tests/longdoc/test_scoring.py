@@ -1,5 +1,7 @@
 """QASPER's measures, the readers of the LM's lists and the extractive summaries."""
 
+import pytest
+
 from cgr.longdoc.metrics import answer_f1, evidence_scores, token_f1
 from cgr.longdoc.prompts import outline, read_ids, read_sections
 from cgr.longdoc.summaries import lead
@@ -41,3 +43,36 @@ def test_outline_and_lead_summaries():
     text = "First sentence has five words. Second one is here too. Third."
     assert lead(text, 8) == "First sentence has five words."
     assert lead(text, 3) == "First sentence has ..."
+
+
+def test_official_evidence_f1_default_and_text_only_by_hand(tmp_path):
+    """QASPER's scorer compares evidence strings: a caption ("FLOAT SELECTED") and a section
+    heading named as evidence count against recall by default; the text-only variant drops the
+    caption, not the heading. cgr's paragraph-id F1 drops both."""
+    import json
+
+    from cgr.longdoc.document import load_qasper
+    from cgr.longdoc.metrics import evidence_scores, official_evidence_f1
+
+    paper = {"title": "T", "abstract": "A", "full_text": [
+        {"section_name": "Intro", "paragraphs": ["P1 text.", "P2 text."]},
+        {"section_name": "Method", "paragraphs": ["P3 text."]}],
+        "qas": [{"question": "What?", "question_id": "q1", "answers": [
+            {"answer": {"unanswerable": False, "extractive_spans": ["x"], "yes_no": None,
+                        "free_form_answer": "", "evidence": ["P1 text.", "FLOAT SELECTED: Table 1: results", "Method"]}},
+            {"answer": {"unanswerable": True, "extractive_spans": [], "yes_no": None,
+                        "free_form_answer": "", "evidence": []}}]}]}  # fmt: skip
+    path = tmp_path / "qasper.json"
+    path.write_text(json.dumps({"p1": paper}))
+    q = load_qasper(path)[0]
+    annotations = [(a.kind == "unanswerable", a.evidence) for a in q.answers]
+    chosen = [q.document.paragraphs[0]]  # "P1 text."
+    # by hand: 1 of 3 gold strings -> P 1, R 1/3, F1 0.5; text-only: 1 of 2 -> F1 2/3
+    assert official_evidence_f1(chosen, annotations) == pytest.approx(0.5)
+    assert official_evidence_f1(chosen, annotations, text_only=True) == pytest.approx(2 / 3)
+    assert evidence_scores({0}, q.gold_evidence())["f1"] == pytest.approx(1.0)
+    # choosing nothing matches the unanswerable annotation in every reading
+    assert official_evidence_f1([], annotations) == 1.0
+    assert official_evidence_f1([], annotations, text_only=True) == 1.0
+    # a paragraph that is nobody's evidence scores 0
+    assert official_evidence_f1([q.document.paragraphs[2]], annotations) == 0.0
