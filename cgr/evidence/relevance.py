@@ -13,33 +13,22 @@ from cgr.data.corpus import Corpus
 from cgr.retrieval.base import RetrievedFact
 from cgr.retrieval.embedding_cache import EmbeddingCache, cache_folder
 from cgr.retrieval.encoders import TextEncoder
+from cgr.retrieval.fact_vectors import FactVectors
 
 
 class HypothesisRelevance:
     def __init__(self, encoder: TextEncoder, corpus: Corpus | None = None, cache_dir: str = ""):
         self.encoder = encoder
-        self._vectors: dict[str, np.ndarray] = {}
         self._queries: dict[str, np.ndarray] = {}  # the last call's only: bounded under serve
-        self._corpus, self._corpus_vectors = corpus, None
+        sources = []
         if corpus is not None:
             folder = cache_folder(cache_dir, encoder.model_name, corpus)
-            self._corpus_vectors = EmbeddingCache(folder, encoder.model_name, corpus).load_or_build(
-                encoder
-            )
+            vectors = EmbeddingCache(folder, encoder.model_name, corpus).load_or_build(encoder)
+            sources.append((corpus, vectors))
+        self._facts = FactVectors(encoder.encode, encoder.dim, sources)
 
     def _fact_vectors(self, facts: list[RetrievedFact]) -> np.ndarray:
-        missing = []
-        for f in facts:
-            if f.fact_id in self._vectors:
-                continue
-            if self._corpus is not None and f.fact_id in self._corpus:
-                self._vectors[f.fact_id] = self._corpus_vectors[self._corpus.position(f.fact_id)]
-            else:
-                missing.append(f)
-        if missing:
-            encoded = self.encoder.encode([f.text for f in missing])
-            self._vectors.update({f.fact_id: v for f, v in zip(missing, encoded, strict=True)})
-        return np.stack([self._vectors[f.fact_id] for f in facts])
+        return self._facts([f.text for f in facts])
 
     def scores(self, hypotheses: list[str], pools: list[list[RetrievedFact]]) -> list[list[float]]:
         """Per query (a hypothesis or "question choice"), the cosine of each fact of its pool."""
