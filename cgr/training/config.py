@@ -14,9 +14,9 @@ from pytorch_lightning.cli import LightningCLI
 
 from cgr.errors import ConfigError, DataFormatError
 from cgr.files import require_writable_dir
-from cgr.training.datamodule import QADataModule
+from cgr.training.datamodule import DATA_MINIMUMS, QADataModule, check_data_numbers
 from cgr.training.module import ReaderModule
-from cgr.validation import at_least, parsed
+from cgr.validation import parsed
 
 CHECKPOINT = "pytorch_lightning.callbacks.ModelCheckpoint"
 # logger class -> (the init arg naming the run, its value when the config leaves it unset)
@@ -82,10 +82,7 @@ def check_data_settings(data) -> None:
     (LightningCLI builds the model before the data module)."""
     if data is None:
         return
-    for key, minimum in (("batch_size", 1), ("eval_batch_size", 1), ("num_workers", 0),
-                         ("max_evidence", 1), ("retrieval_batch_size", 1)):  # fmt: skip
-        if data.get(key) is not None:
-            at_least(f"data.{key}", data.get(key), minimum)
+    check_data_numbers(**{key: data.get(key) for key in DATA_MINIMUMS})
     train = data.get("train_file")
     files = [("data.train_file", f) for f in (train if isinstance(train, list) else [train])]
     files += [

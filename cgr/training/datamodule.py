@@ -30,6 +30,19 @@ from cgr.validation import at_least
 log = logging.getLogger(__name__)
 
 
+# the data module's numbers and their least values (max_evidence and retrieval_batch_size are
+# the evidence pipeline's, checked there too: the Python API builds one without a data module)
+DATA_MINIMUMS = {"batch_size": 1, "eval_batch_size": 1, "num_workers": 0, "max_evidence": 1,
+                 "retrieval_batch_size": 1}  # fmt: skip
+
+
+def check_data_numbers(**values) -> None:
+    """`data.*` numbers against DATA_MINIMUMS (None: not given)."""
+    for key, value in values.items():
+        if value is not None:
+            at_least(f"data.{key}", value, DATA_MINIMUMS[key])
+
+
 def _as_list(batch: list[ReaderExample]) -> list[ReaderExample]:
     return batch
 
@@ -71,9 +84,8 @@ class QADataModule(pl.LightningDataModule):
         shuffle: bool = True,
     ):
         super().__init__()
-        at_least("data.batch_size", batch_size, 1)
-        at_least("data.eval_batch_size", eval_batch_size, 1)
-        at_least("data.num_workers", num_workers, 0)
+        check_data_numbers(batch_size=batch_size, eval_batch_size=eval_batch_size,
+                           num_workers=num_workers)  # fmt: skip
         if max_train_questions is not None:
             at_least("data.max_train_questions", max_train_questions, 0)
         self.pipeline = EvidencePipeline(
