@@ -142,16 +142,6 @@ class CGRModule(ReaderModule):
         row = {t: i for i, t in enumerate(unique)}
         return encoded[torch.tensor([row[t] for t in texts]).to(self.device)]
 
-    @torch.no_grad()
-    def encode_facts(self, texts: list[str]) -> dict[str, torch.Tensor]:
-        """Fact text -> its frozen evidence vector, each text encoded (the reference path; a
-        training step reads `fact_vectors` instead)."""
-        unique = sorted(set(texts))
-        if not unique:
-            return {}
-        vectors = torch.from_numpy(self.evidence.encode(unique)).to(self.device)
-        return dict(zip(unique, vectors, strict=True))
-
     def fact_vectors(self, texts: list[str]) -> tuple[dict[str, int], torch.Tensor]:
         """(text -> row, rows on the device): each distinct fact of the batch once, read from the
         embedding cache when the trainer's data module has one (`_facts`, set at fit start),

@@ -67,7 +67,8 @@ def reference_loss(module: CGRModule, examples: list[ReaderExample]) -> torch.Te
     rewards = (logits.argmax(-1) == labels).float()
     total = module.reader_loss(logits, labels)
     inputs = ChainInputs.from_batch(examples, hp.max_chain_facts, hp.chains_per_hypothesis, "33:0")
-    vectors = module.encode_facts(inputs.fact_texts)
+    unique = sorted(set(inputs.fact_texts))  # every fact encoded again by the frozen encoder
+    vectors = dict(zip(unique, torch.from_numpy(module.evidence.encode(unique)), strict=True))
     T, d = hp.max_chain_facts, module.evidence.dim
 
     def rows_lp(hyps, rows, reverse):
