@@ -56,6 +56,13 @@ STEP_PARTS = (
 )
 
 
+def now(cuda: bool) -> float:
+    """The time, once the GPU's queued work is done (when timing on CUDA)."""
+    if cuda:
+        torch.cuda.synchronize()
+    return time.perf_counter()
+
+
 class NestedTimer:
     """Self time per label (time inside nested timed calls goes to their own label); on CUDA
     it synchronises at each boundary so the device's work is counted where it is queued."""
@@ -66,9 +73,7 @@ class NestedTimer:
         self._stack: list[list] = []
 
     def _now(self) -> float:
-        if self.cuda:
-            torch.cuda.synchronize()
-        return time.perf_counter()
+        return now(self.cuda)
 
     def wrap(self, label: str, fn):
         def timed(*args, **kwargs):
@@ -136,9 +141,7 @@ class StepClock(pl.Callback):
         self.epoch = 0.0
 
     def _now(self) -> float:
-        if self.cuda:
-            torch.cuda.synchronize()
-        return time.perf_counter()
+        return now(self.cuda)
 
     def on_train_epoch_start(self, trainer, pl_module):
         self.gpu = GpuSampler()
