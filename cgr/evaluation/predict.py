@@ -124,7 +124,7 @@ class EvalResult:
 def position_distribution(records: list[dict]) -> dict[str, float]:
     """Share of predictions at each answer position, named by its usual label ("A" or "1").
 
-    A reader that collapsed to one position (the ARC-Challenge symptom of issue 15) shows here
+    A reader that collapsed to one position (seen on ARC-Challenge) shows here
     at once; accuracy alone hides it when the position happens to be a frequent answer."""
     counts: Counter[int] = Counter()
     names: dict[int, Counter[str]] = {}

@@ -1,1 +1,1 @@
-"""Long-document question answering: D3 and its baselines (issue 19)."""
+"""Long-document question answering: D3 and its baselines."""

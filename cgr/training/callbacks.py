@@ -43,7 +43,7 @@ def training_evidence_refreshed(epoch: int, every_n_epochs: int) -> bool:
     """Whether, during training epoch `epoch` (0-based), the reader reads training evidence that
     the trained query encoder re-retrieved (a refresh ran after epoch `every_n_epochs`). Until
     then the reader has only seen the base encoder's evidence, so validation and `cgr eval
-    --query-encoder auto` retrieve with the base encoder too (issue 15: on one-epoch OBQA runs the
+    --query-encoder auto` retrieve with the base encoder too (on one-epoch OBQA runs the
     trained encoder's evidence cost the reader 0.4 to 2.4 points, three seeds)."""
     return every_n_epochs > 0 and epoch >= every_n_epochs
 
@@ -53,7 +53,7 @@ class EvidenceRefresh(pl.Callback):
     every `every_n_epochs` training epochs (train, and dev unless `dev_on_validation`; not after
     the last epoch), and, with `dev_on_validation`, the dev pools before each validation once
     the training evidence has been refreshed, so the checkpoint kept as best is chosen on the evidence `cgr eval` gives
-    it by default (`--query-encoder auto`; issue 15)."""
+    it by default (`--query-encoder auto`)."""
 
     def __init__(self, every_n_epochs: int = 1, dev_on_validation: bool = True):
         self.every_n_epochs, self.dev_on_validation = every_n_epochs, dev_on_validation
