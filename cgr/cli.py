@@ -25,6 +25,9 @@ def train(argv: list[str]) -> int:
     """LightningCLI over a reader module (ReaderModule or CGRModule) + QADataModule; then
     evaluates the best checkpoint on dev. Re-running the same command resumes from last.ckpt."""
     _offline_wandb()
+    from cgr.training.precheck import precheck
+
+    precheck(argv)  # before torch and Lightning load: a refusal in a fraction of a second
     from cgr.evaluation.predict import evaluate
     from cgr.training.config import train_cli
 

@@ -110,7 +110,7 @@ def test_configs_compose_shared_groups():
 def test_run_name_fills_checkpoint_folder_and_logger_names():
     from jsonargparse import Namespace
 
-    from cgr.training.config import CHECKPOINT, name_run
+    from cgr.training.settings import CHECKPOINT, name_run
 
     def config(name=None, dirpath=None):
         return Namespace(

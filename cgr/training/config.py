@@ -6,25 +6,19 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import warnings
 from pathlib import Path
 
 import yaml
 from pytorch_lightning.cli import LightningCLI
 
-from cgr.errors import ConfigError, DataFormatError
-from cgr.files import require_writable_dir
-from cgr.training.datamodule import DATA_MINIMUMS, QADataModule, check_data_numbers
+from cgr.training.datamodule import QADataModule
 from cgr.training.module import ReaderModule
+from cgr.training.settings import check_data_settings, check_output_folders, name_run
 from cgr.validation import parsed
 
-CHECKPOINT = "pytorch_lightning.callbacks.ModelCheckpoint"
-# logger class -> (the init arg naming the run, its value when the config leaves it unset)
-RUN_NAME_ARGS = {
-    "pytorch_lightning.loggers.CSVLogger": ("name", "lightning_logs"),
-    "pytorch_lightning.loggers.TensorBoardLogger": ("name", "lightning_logs"),
-    "pytorch_lightning.loggers.WandbLogger": ("name", None),
-}
+log = logging.getLogger(__name__)
 
 
 class TrainCLI(LightningCLI):
@@ -45,64 +39,39 @@ class TrainCLI(LightningCLI):
         name_run(self.config)
         check_output_folders(self.config)
         check_data_settings(self.config.get("data"))
+        bf16_where_native(self.config.trainer)
 
 
-def name_run(config) -> None:
-    """Fill an unset ModelCheckpoint dirpath with checkpoints/NAME and an unset logger run name
-    with NAME (`config` is the parsed jsonargparse namespace, changed in place)."""
-    files = config.get("config") or []
-    name = config.get("name") or (Path(str(files[0])).stem if files else "cgr")
-    config.name = name
-    trainer = config.trainer
-    for callback in _as_list(trainer.get("callbacks")):
-        if callback.class_path == CHECKPOINT and callback.init_args.get("dirpath") is None:
-            callback.init_args.dirpath = f"checkpoints/{name}"
-    for logger in _as_list(trainer.get("logger")):
-        arg, unset = RUN_NAME_ARGS.get(getattr(logger, "class_path", ""), (None, None))
-        if arg and logger.init_args.get(arg) == unset:
-            logger.init_args[arg] = name
+def cpu_has_native_bf16() -> bool:
+    """AVX512-BF16 or AMX on x86 (oneDNN's bf16 kernels run natively); elsewhere what oneDNN
+    reports. Private torch probes, so any failure reads as "no"."""
+    import platform
+
+    import torch
+
+    try:
+        if platform.machine().lower() in {"x86_64", "amd64", "i386", "i686"}:
+            return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
 
 
-def check_output_folders(config) -> None:
-    """The run name is one folder name (not a path that writes outside checkpoints/), and every
-    checkpoint folder can be written (not under a file)."""
-    name = str(config.get("name") or "")
-    if not name or name in {".", ".."} or any(c in name for c in "/\\") or name.startswith("-"):
-        raise ConfigError(
-            f"--name {name!r}: a run name is one folder name (checkpoints/NAME), not a path"
+def bf16_where_native(trainer) -> None:
+    """bf16-mixed on a CPU without bf16 instructions runs emulated, several times slower than
+    float32: train in 32-true there instead, and say so (configs ask for bf16 where it pays)."""
+    import torch
+
+    precision = str(trainer.get("precision"))
+    accelerator = str(trainer.get("accelerator") or "auto")
+    accelerated = torch.cuda.is_available() or torch.backends.mps.is_available()
+    on_cpu = accelerator == "cpu" or (accelerator == "auto" and not accelerated)
+    if precision.startswith("bf16") and on_cpu and not cpu_has_native_bf16():
+        log.warning(
+            "trainer.precision=%s: this CPU has no bf16 instructions, training in 32-true",
+            precision,
         )
-    for callback in _as_list(config.trainer.get("callbacks")):
-        folder = callback.init_args.get("dirpath") if callback.class_path == CHECKPOINT else None
-        if folder:
-            require_writable_dir(folder, "checkpoint folder (ModelCheckpoint dirpath)")
-
-
-def check_data_settings(data) -> None:
-    """QADataModule's own checks on plain values, and its files found, before any model loads
-    (LightningCLI builds the model before the data module)."""
-    if data is None:
-        return
-    check_data_numbers(**{key: data.get(key) for key in DATA_MINIMUMS})
-    train = data.get("train_file")
-    files = [("data.train_file", f) for f in (train if isinstance(train, list) else [train])]
-    files += [
-        ("data.dev_file", data.get("dev_file")),
-        ("data.predict_file", data.get("predict_file")),
-    ]
-    files += [("data.gold_facts_files", f) for f in data.get("gold_facts_files") or []]
-    retrieval = data.get("retrieval")
-    if retrieval is not None and retrieval.get("method") not in {"none", "gold"}:
-        files += [("data.retrieval.corpus", f) for f in retrieval.get("corpus") or []]
-        files.append(("data.retrieval.open_book", retrieval.get("open_book")))
-    for what, path in files:
-        if path and not Path(str(path)).exists():  # a corpus may be a folder of tsv tables
-            raise DataFormatError(str(path), None, what, "file not found")
-
-
-def _as_list(value) -> list:
-    if value is None or isinstance(value, bool):
-        return []
-    return list(value) if isinstance(value, list) else [value]
+        trainer.precision = "32-true"
 
 
 def train_cli(argv: list[str]) -> TrainCLI:

@@ -25,6 +25,7 @@ from cgr.evidence.pools import (
 from cgr.evidence.selection import EvidenceConfig
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.factory import RetrievalConfig
+from cgr.training.settings import check_data_numbers
 from cgr.validation import at_least
 
 log = logging.getLogger(__name__)
@@ -32,17 +33,6 @@ log = logging.getLogger(__name__)
 
 # the data module's numbers and their least values (max_evidence and retrieval_batch_size are
 # the evidence pipeline's, checked there too: the Python API builds one without a data module)
-DATA_MINIMUMS = {"batch_size": 1, "eval_batch_size": 1, "num_workers": 0, "max_evidence": 1,
-                 "retrieval_batch_size": 1}  # fmt: skip
-
-
-def check_data_numbers(**values) -> None:
-    """`data.*` numbers against DATA_MINIMUMS (None: not given)."""
-    for key, value in values.items():
-        if value is not None:
-            at_least(f"data.{key}", value, DATA_MINIMUMS[key])
-
-
 def _as_list(batch: list[ReaderExample]) -> list[ReaderExample]:
     return batch
 

@@ -37,3 +37,20 @@ def test_a_checkpoint_folder_under_a_file_is_refused(tmp_path, monkeypatch, caps
         "checkpoint folder (ModelCheckpoint dirpath) checkpoints/default: cannot write"
         in capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "native", "expected"),
+    [("cpu", False, "32-true"), ("cpu", True, "bf16-mixed"), ("gpu", False, "bf16-mixed")],
+)
+def test_bf16_falls_back_to_float32_only_on_a_cpu_without_bf16(
+    accelerator, native, expected, monkeypatch
+):
+    from jsonargparse import Namespace
+
+    from cgr.training import config
+
+    monkeypatch.setattr(config, "cpu_has_native_bf16", lambda: native)
+    trainer = Namespace(precision="bf16-mixed", accelerator=accelerator)
+    config.bf16_where_native(trainer)
+    assert trainer.precision == expected

@@ -1,0 +1,87 @@
+"""`cgr train`'s settings that can be checked with no model library loaded: the run name and
+checkpoint folders, the `data.*` numbers and files. LightningCLI runs these on the parsed config
+(cgr.training.config) and cgr.training.precheck on the command line before torch imports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cgr.errors import ConfigError, DataFormatError
+from cgr.files import require_writable_dir
+from cgr.validation import at_least
+
+CHECKPOINT = "pytorch_lightning.callbacks.ModelCheckpoint"
+# logger class -> (the init arg naming the run, its value when the config leaves it unset)
+RUN_NAME_ARGS = {
+    "pytorch_lightning.loggers.CSVLogger": ("name", "lightning_logs"),
+    "pytorch_lightning.loggers.TensorBoardLogger": ("name", "lightning_logs"),
+    "pytorch_lightning.loggers.WandbLogger": ("name", None),
+}
+
+DATA_MINIMUMS = {"batch_size": 1, "eval_batch_size": 1, "num_workers": 0, "max_evidence": 1,
+                 "retrieval_batch_size": 1}  # fmt: skip
+
+
+def check_data_numbers(**values) -> None:
+    """`data.*` numbers against DATA_MINIMUMS (None: not given)."""
+    for key, value in values.items():
+        if value is not None:
+            at_least(f"data.{key}", value, DATA_MINIMUMS[key])
+
+
+def name_run(config) -> None:
+    """Fill an unset ModelCheckpoint dirpath with checkpoints/NAME and an unset logger run name
+    with NAME (`config` is the parsed jsonargparse namespace, changed in place)."""
+    files = config.get("config") or []
+    name = config.get("name") or (Path(str(files[0])).stem if files else "cgr")
+    config.name = name
+    trainer = config.trainer
+    for callback in _as_list(trainer.get("callbacks")):
+        if callback.class_path == CHECKPOINT and callback.init_args.get("dirpath") is None:
+            callback.init_args.dirpath = f"checkpoints/{name}"
+    for logger in _as_list(trainer.get("logger")):
+        arg, unset = RUN_NAME_ARGS.get(getattr(logger, "class_path", ""), (None, None))
+        if arg and logger.init_args.get(arg) == unset:
+            logger.init_args[arg] = name
+
+
+def check_output_folders(config) -> None:
+    """The run name is one folder name (not a path that writes outside checkpoints/), and every
+    checkpoint folder can be written (not under a file)."""
+    name = str(config.get("name") or "")
+    if not name or name in {".", ".."} or any(c in name for c in "/\\") or name.startswith("-"):
+        raise ConfigError(
+            f"--name {name!r}: a run name is one folder name (checkpoints/NAME), not a path"
+        )
+    for callback in _as_list(config.trainer.get("callbacks")):
+        folder = callback.init_args.get("dirpath") if callback.class_path == CHECKPOINT else None
+        if folder:
+            require_writable_dir(folder, "checkpoint folder (ModelCheckpoint dirpath)")
+
+
+def check_data_settings(data) -> None:
+    """QADataModule's own checks on plain values, and its files found, before any model loads
+    (LightningCLI builds the model before the data module)."""
+    if data is None:
+        return
+    check_data_numbers(**{key: data.get(key) for key in DATA_MINIMUMS})
+    train = data.get("train_file")
+    files = [("data.train_file", f) for f in (train if isinstance(train, list) else [train])]
+    files += [
+        ("data.dev_file", data.get("dev_file")),
+        ("data.predict_file", data.get("predict_file")),
+    ]
+    files += [("data.gold_facts_files", f) for f in data.get("gold_facts_files") or []]
+    retrieval = data.get("retrieval")
+    if retrieval is not None and retrieval.get("method") not in {"none", "gold"}:
+        files += [("data.retrieval.corpus", f) for f in retrieval.get("corpus") or []]
+        files.append(("data.retrieval.open_book", retrieval.get("open_book")))
+    for what, path in files:
+        if path and not Path(str(path)).exists():  # a corpus may be a folder of tsv tables
+            raise DataFormatError(str(path), None, what, "file not found")
+
+
+def _as_list(value) -> list:
+    if value is None or isinstance(value, bool):
+        return []
+    return list(value) if isinstance(value, list) else [value]
