@@ -59,7 +59,7 @@ def _resume_from(cli) -> str | None:
 
 
 def evaluate_command(argv: list[str]) -> int:
-    from cgr.evaluation.predict import QUERY_ENCODERS, evaluate
+    from cgr.evaluation import QUERY_ENCODERS
 
     parser = argparse.ArgumentParser(
         prog="cgr eval", description="Score a question file with a checkpoint.", allow_abbrev=False
@@ -84,6 +84,9 @@ def evaluate_command(argv: list[str]) -> int:
         "the one the reader's training evidence came from (base until a refresh ran)",
     )
     args = parser.parse_args(argv)
+    checkpoint = _eval_inputs(args)
+    from cgr.evaluation.predict import evaluate
+
     result = evaluate(
         args.checkpoint,
         args.data,
@@ -92,11 +95,29 @@ def evaluate_command(argv: list[str]) -> int:
         args.export_dir,
         args.no_chains,
         args.query_encoder,
+        checkpoint=checkpoint,
     )
     if args.export_dir:
         print(f"chains: {args.export_dir}/chains.jsonl, {args.export_dir}/chains.html")
     print("\n".join(result.report()))
     return 0
+
+
+def _eval_inputs(args) -> dict:
+    """The question file, the outputs and the checkpoint, checked before Lightning and the
+    models import (a refusal in about 2 s, most of it importing torch); the checkpoint read."""
+    from cgr.data.loaders import load_multiple_choice
+    from cgr.files import require_writable_dir, require_writable_file
+
+    if args.data:
+        load_multiple_choice(args.data)
+    if args.out:
+        require_writable_file(args.out, "--out")
+    if args.export_dir:
+        require_writable_dir(args.export_dir, "--export-dir")
+    from cgr.training.checkpoints import read_checkpoint
+
+    return read_checkpoint(args.checkpoint)
 
 
 def encode_command(argv: list[str]) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytorch_lightning as pl
 
 from cgr.errors import ConfigError
+from cgr.evaluation import QUERY_ENCODERS
 from cgr.evaluation.prediction import Prediction
 from cgr.evidence.pipeline import EvidencePipeline
 from cgr.files import atomic_write, require_writable_dir, require_writable_file
@@ -30,9 +31,6 @@ def data_settings(checkpoint: dict) -> dict:
     if not hparams or "retrieval" not in hparams:
         raise ConfigError("checkpoint has no data settings (was it written by `cgr train`?)")
     return hparams
-
-
-QUERY_ENCODERS = ("auto", "trained", "base")
 
 
 def uses_trained_query_encoder(checkpoint: dict, query_encoder: str = "auto") -> bool:
@@ -157,10 +155,12 @@ def evaluate(
     export_dir: str | None = None,
     no_chains: bool = False,
     query_encoder: str = "auto",
+    checkpoint: dict | None = None,
 ) -> EvalResult:
     """`query_encoder`: which encoder a CGR checkpoint retrieves with ("auto", "trained" or
-    "base"; see `uses_trained_query_encoder` and README)."""
-    checkpoint = read_checkpoint(checkpoint_path)
+    "base"; see `uses_trained_query_encoder` and README). `checkpoint`: the file already read
+    (`read_checkpoint`), so a caller that checked it first does not read it twice."""
+    checkpoint = checkpoint if checkpoint is not None else read_checkpoint(checkpoint_path)
     trained_encoder = uses_trained_query_encoder(checkpoint, query_encoder)
     datamodule = _datamodule_from_checkpoint(
         checkpoint, data_file, eval_batch_size=batch_size, no_chains=no_chains
