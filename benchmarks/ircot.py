@@ -53,9 +53,9 @@ def bootstrap_interval(values: list[float], resamples: int = 1000, seed: int = 0
 def fallback_effect(records: list[dict]) -> dict:
     """On the questions whose CoT reader wrote no "answer is": F1 of the answer used (the direct
     fallback) against the reader's first line and its whole output scored as the answer."""
+    from cgr.evaluation.qa_metrics import f1_score
     from cgr.ircot.demos import extract_answer
     from cgr.ircot.loop import first_line
-    from cgr.ircot.metrics import f1_score
 
     missed = [r for r in records if extract_answer(r.get("reader_output") or "") is None]
     if not missed:
@@ -118,9 +118,9 @@ def question_recall_table(args: argparse.Namespace) -> None:
     what IRCoT's reasoning steps must beat at the same number of paragraphs."""
     from collections import Counter
 
-    from cgr.ircot.commands import load_lenient
-    from cgr.ircot.metrics import paragraph_recall
-    from cgr.ircot.retrievers import BM25ParagraphRetriever, paragraph_corpus
+    from cgr.data.loaders import load_lenient
+    from cgr.evaluation.qa_metrics import paragraph_recall
+    from cgr.retrieval.paragraphs import BM25ParagraphRetriever, paragraph_corpus
 
     rows = []
     for dataset in args.datasets:

@@ -23,10 +23,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import ROOT, load_config, machine, print_table, save_result  # noqa: E402
-from cgr.ircot.commands import GeneratorConfig, build_generator, load_lenient  # noqa: E402
+from cgr.data.loaders import load_lenient  # noqa: E402
+from cgr.generation.config import GeneratorConfig, build_generator  # noqa: E402
+from cgr.generation.generator import Generator  # noqa: E402
 from cgr.ircot.demos import PromptBuilder, load_demonstrations  # noqa: E402
-from cgr.ircot.generator import Generator  # noqa: E402
-from cgr.ircot.retrievers import BM25ParagraphRetriever, as_paragraph, paragraph_corpus  # noqa: E402
+from cgr.retrieval.paragraphs import BM25ParagraphRetriever, as_paragraph, paragraph_corpus  # noqa: E402
 
 DATA = "../shared/data/hotpotqa/ircot_processed_dev_subsampled.jsonl"
 # (backend, batch size, reuse prefix cache, weights)

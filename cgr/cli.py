@@ -122,8 +122,9 @@ def _eval_inputs(args) -> dict:
 
 def encode_command(argv: list[str]) -> int:
     from cgr.retrieval.encode_job import main as encode_main
+    from cgr.training.config import resolved_config
 
-    return encode_main(argv)
+    return encode_main(argv, resolved_config)
 
 
 def amr_command(argv: list[str]) -> int:

@@ -7,7 +7,8 @@ from cgr.errors import ConfigError
 from cgr.evidence.pipeline import EvidencePipeline
 from cgr.evidence.selection import EvidenceConfig
 from cgr.files import require_writable_dir, require_writable_file
-from cgr.ircot.commands import DemoConfig, GeneratorConfig
+from cgr.generation.config import GeneratorConfig
+from cgr.ircot.commands import DemoConfig
 from cgr.ircot.loop import LoopConfig
 from cgr.retrieval.factory import RetrievalConfig
 

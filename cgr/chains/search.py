@@ -13,28 +13,12 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from cgr.chains.graph import SemanticGraph
+from cgr.data.records import Chain
 
-
-@dataclass
-class Chain:
-    """A reasoning chain: facts from the question side to the answer side, each sharing a
-    concept with the next. `links`: len(facts) + 1 concepts (question concept, the shared
-    concepts, answer concept); `texts`: the facts' sentences, once the chain is tied to a pool.
-    Not frozen: Lightning walks (and rebuilds) the dataclasses inside a batch."""
-
-    facts: tuple[str, ...]
-    links: tuple[str, ...]
-    texts: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict:
-        return {k: list(v) for k, v in asdict(self).items()}
-
-    @classmethod
-    def from_dict(cls, row: dict) -> Chain:
-        return cls(tuple(row["facts"]), tuple(row["links"]), tuple(row.get("texts", ())))
+__all__ = ["Chain", "ChainSearchConfig", "chain_evidence", "find_chains"]  # Chain: re-exported
 
 
 @dataclass

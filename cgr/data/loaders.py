@@ -7,6 +7,7 @@ on the first malformed record, so a user never trains on half a file without kno
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -202,3 +203,47 @@ def load_open_questions(path: str | Path) -> list[OpenQuestion]:
             raise DataFormatError(str(p), e.lineno, "<json>", f"invalid JSON ({e.msg})") from None
         return [parse_open_question(r, str(p), None) for r in records]
     return [parse_open_question(obj, str(p), n) for n, obj in iter_jsonl(p)]
+
+
+def load_lenient(path: str, counters: Counter) -> list[OpenQuestion]:
+    """HotpotQA-style records (a JSON array or JSON lines): every well-formed record; a
+    malformed one is reported, counted and skipped, as the open-QA modes read their files."""
+    p = require_file(path)
+    text = read_utf8(p).lstrip()
+    out: list[OpenQuestion] = []
+    if text.startswith("["):
+        try:
+            records = json.loads(text)
+        except json.JSONDecodeError as e:  # a truncated array cannot be read in part
+            raise DataFormatError(str(p), e.lineno, "<json>", f"invalid JSON ({e.msg})") from None
+        items = [(None, r) for r in records]
+    else:
+        items = []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                items.append((lineno, json.loads(line)))
+            except json.JSONDecodeError as e:
+                counters["malformed_records"] += 1
+                print(f"skipped: {p}:{lineno}: invalid JSON ({e.msg})")
+    seen: set[str] = set()
+    for n, (lineno, record) in enumerate(items):
+        where = f"{p}:{lineno}" if lineno is not None else f"{p} [{n}]"
+        try:
+            if not isinstance(record, dict):
+                raise DataFormatError(where, None, "<record>", "expected a JSON object")
+            question = parse_open_question(record, str(p), lineno)
+        except (DataFormatError, AttributeError, TypeError) as e:
+            counters["malformed_records"] += 1
+            print(f"skipped: {e}")
+            continue
+        if question.id in seen:
+            counters["duplicate_ids"] += 1
+            print(f"skipped: {where}: field 'id': {question.id!r} repeats an earlier record")
+            continue
+        seen.add(question.id)
+        if not any(para.text.strip() for para in question.paragraphs):
+            counters["questions_without_context"] += 1  # kept: NoR needs none; recall counts 0
+        out.append(question)
+    return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 _SPACES = re.compile(r"\s+")
 
@@ -63,3 +63,22 @@ class OpenQuestion:
     answers: list[str]
     paragraphs: list[Paragraph] = field(default_factory=list)
     source: str = ""
+
+
+@dataclass
+class Chain:
+    """A reasoning chain: facts from the question side to the answer side, each sharing a
+    concept with the next. `links`: len(facts) + 1 concepts (question concept, the shared
+    concepts, answer concept); `texts`: the facts' sentences, once the chain is tied to a pool.
+    Not frozen: Lightning walks (and rebuilds) the dataclasses inside a batch."""
+
+    facts: tuple[str, ...]
+    links: tuple[str, ...]
+    texts: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {k: list(v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, row: dict) -> Chain:
+        return cls(tuple(row["facts"]), tuple(row["links"]), tuple(row.get("texts", ())))

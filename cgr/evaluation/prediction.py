@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cgr.chains.search import Chain
+from cgr.data.records import Chain
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.base import RetrievedFact
 

@@ -15,10 +15,9 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from cgr.chains.builder import ChainConfig
-from cgr.chains.search import Chain
 from cgr.data.hypothesis import HypothesisGenerator
 from cgr.data.loaders import require_file
-from cgr.data.records import Question, fact_id
+from cgr.data.records import Chain, Question, fact_id
 from cgr.errors import ConfigError
 from cgr.files import atomic_write
 from cgr.reader.examples import ReaderExample

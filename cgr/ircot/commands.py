@@ -2,70 +2,21 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
-from cgr.data.loaders import parse_open_question, read_utf8, require_file
-from cgr.data.records import OpenQuestion
-from cgr.errors import ConfigError, DataFormatError
+from cgr.data.loaders import load_lenient
+from cgr.errors import DataFormatError
 from cgr.files import atomic_write_text, require_writable_dir
+from cgr.generation.config import GeneratorConfig, build_generator
 from cgr.ircot.loop import METHODS, IRCoTRunner, LoopConfig
-from cgr.validation import at_least, one_of, parsed
+from cgr.runs import partial_results, run_in_chunks
+from cgr.validation import at_least, parsed
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class GeneratorConfig:
-    # transformers (any HF model; GGUF de-quantised) | ctranslate2 (converted once to int8) |
-    # llamacpp (reads the GGUF as is); the two engines are several times faster on a CPU
-    backend: Literal["transformers", "ctranslate2", "llamacpp"] = "transformers"
-    model: str = "smollm2"  # packaged SmolLM2-135M-Instruct (GGUF), a hub name or a local folder
-    gguf_file: str | None = None
-    max_new_tokens: int = 48
-    batch_size: int = 8
-    reuse_prefix_cache: bool = True  # encode the demonstrations once, not once per prompt
-    # bfloat16 is faster on CPUs with AVX512-BF16 / AMX, and on GPUs
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
-    # transformers: keep the caches of the last N prompts, so a question's next step encodes only
-    # what its previous prompt did not hold; prompts then go one at a time (0: batches)
-    history_cache: int = 8
-    # transformers on a CPU: int8 weights for the linear layers (PyTorch dynamic quantisation);
-    # decoding reads a quarter of the bytes per token; greedy outputs may differ from float32
-    quantize: Literal["none", "int8"] = "none"
-
-    def __post_init__(self) -> None:
-        one_of("generator.backend", self.backend, ("transformers", "ctranslate2", "llamacpp"))
-        one_of("generator.dtype", self.dtype, ("float32", "bfloat16", "float16"))
-        at_least("generator.max_new_tokens", self.max_new_tokens, 1)
-        at_least("generator.batch_size", self.batch_size, 1)
-        at_least("generator.history_cache", self.history_cache, 0)
-        one_of("generator.quantize", self.quantize, ("none", "int8"))
-        if self.quantize != "none" and (self.backend != "transformers" or self.dtype != "float32"):
-            raise ConfigError("generator.quantize int8 is for the transformers backend in float32 "
-                              f"(got backend {self.backend}, dtype {self.dtype})")  # fmt: skip
-
-
-def build_generator(cfg: GeneratorConfig):
-    """The configured backend behind the one interface the loop uses (`generate`, `count_tokens`)."""
-    if cfg.backend == "llamacpp":
-        from cgr.ircot.llamacpp import LlamaCppGenerator
-
-        return LlamaCppGenerator(cfg.model, cfg.gguf_file, cfg.max_new_tokens)
-    if cfg.backend == "ctranslate2":
-        from cgr.ircot.ct2 import CTranslate2Generator
-
-        return CTranslate2Generator(cfg.model, cfg.gguf_file, cfg.max_new_tokens, cfg.batch_size)
-    from cgr.ircot.generator import Generator
-
-    return Generator(cfg.model, cfg.gguf_file, cfg.max_new_tokens, cfg.batch_size,
-                     reuse_prefix_cache=cfg.reuse_prefix_cache, dtype=cfg.dtype,
-                     history_cache=cfg.history_cache, quantize=cfg.quantize)  # fmt: skip
 
 
 @dataclass
@@ -79,49 +30,6 @@ class DemoConfig:
         at_least("demos.distractors", self.distractors, 0)
         at_least("demos.token_budget", self.token_budget, 1)
         at_least("demos.paragraph_words", self.paragraph_words, 1)
-
-
-def load_lenient(path: str, counters: Counter) -> list[OpenQuestion]:
-    """Every well-formed record; a malformed one is reported, counted and skipped."""
-    p = require_file(path)
-    text = read_utf8(p).lstrip()
-    out: list[OpenQuestion] = []
-    if text.startswith("["):
-        try:
-            records = json.loads(text)
-        except json.JSONDecodeError as e:  # a truncated array cannot be read in part
-            raise DataFormatError(str(p), e.lineno, "<json>", f"invalid JSON ({e.msg})") from None
-        items = [(None, r) for r in records]
-    else:
-        items = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                items.append((lineno, json.loads(line)))
-            except json.JSONDecodeError as e:
-                counters["malformed_records"] += 1
-                print(f"skipped: {p}:{lineno}: invalid JSON ({e.msg})")
-    seen: set[str] = set()
-    for n, (lineno, record) in enumerate(items):
-        where = f"{p}:{lineno}" if lineno is not None else f"{p} [{n}]"
-        try:
-            if not isinstance(record, dict):
-                raise DataFormatError(where, None, "<record>", "expected a JSON object")
-            question = parse_open_question(record, str(p), lineno)
-        except (DataFormatError, AttributeError, TypeError) as e:
-            counters["malformed_records"] += 1
-            print(f"skipped: {e}")
-            continue
-        if question.id in seen:
-            counters["duplicate_ids"] += 1
-            print(f"skipped: {where}: field 'id': {question.id!r} repeats an earlier record")
-            continue
-        seen.add(question.id)
-        if not any(para.text.strip() for para in question.paragraphs):
-            counters["questions_without_context"] += 1  # kept: NoR needs none; recall counts 0
-        out.append(question)
-    return out
 
 
 def build_parser():
@@ -152,51 +60,9 @@ def build_parser():
     return parser
 
 
-def partial_results(out: Path, argv: list[str]) -> Path:
-    """Where a run's finished questions go (OUT/.partial-KEY.jsonl, KEY a hash of the command
-    line): the same command resumes them, any other starts anew."""
-    return out / f".partial-{hashlib.sha256(chr(0).join(argv).encode()).hexdigest()[:12]}.jsonl"
-
-
-def run_in_chunks(
-    runner, questions: list, partial: Path, chunk: int, desc: str = "ircot"
-) -> list[dict]:
-    """Runs `chunk` questions at a time with a progress bar (questions done, s/question, ETA).
-    Each finished chunk is appended to `partial`, so a killed run started again with the same
-    command skips the questions it has; `main` removes it once predictions.jsonl is written."""
-    from tqdm.auto import tqdm
-
-    done: dict[str, dict] = {}
-    cut_short = False  # the file ends inside a line (a kill during a write)
-    if partial.exists():
-        text = partial.read_text(encoding="utf-8")
-        cut_short = bool(text) and not text.endswith("\n")
-        for line in text.splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:  # the line a kill cut short
-                continue
-            done[record["id"]] = record
-        log.info(
-            "resuming: %d of %d questions already answered (%s)", len(done), len(questions), partial
-        )
-    todo = [q for q in questions if q.id not in done]
-    with tqdm(total=len(questions), initial=len(questions) - len(todo), unit="q", desc=desc) as bar, \
-            partial.open("a", encoding="utf-8") as f:  # fmt: skip
-        if cut_short:
-            f.write("\n")  # start a fresh line after the one cut short
-        for start in range(0, len(todo), chunk):
-            for record in runner.run(todo[start : start + chunk]):
-                done[record["id"]] = record
-                f.write(json.dumps(record) + "\n")
-            f.flush()
-            bar.update(min(chunk, len(todo) - start))
-    return [done[q.id] for q in questions]
-
-
 def main(argv: list[str]) -> int:
     from cgr.ircot.demos import PromptBuilder, load_demonstrations
-    from cgr.ircot.retrievers import (
+    from cgr.retrieval.paragraphs import (
         BM25ParagraphRetriever,
         DenseParagraphRetriever,
         paragraph_corpus,

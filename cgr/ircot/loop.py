@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from cgr.data.records import OpenQuestion, Paragraph
+from cgr.evaluation.qa_metrics import exact_match, f1_score, paragraph_recall
+from cgr.generation.generator import Generator
 from cgr.ircot.demos import PromptBuilder, extract_answer
-from cgr.ircot.generator import Generator
-from cgr.ircot.metrics import exact_match, f1_score, paragraph_recall
-from cgr.ircot.retrievers import as_paragraph
+from cgr.retrieval.paragraphs import as_paragraph
 from cgr.validation import at_least, one_of
 
 METHODS = ("ircot", "oner", "nor")

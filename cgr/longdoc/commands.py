@@ -10,11 +10,12 @@ from dataclasses import asdict
 
 from cgr.errors import ConfigError, DataFormatError
 from cgr.files import atomic_write_text, require_writable_dir
-from cgr.ircot.commands import GeneratorConfig, build_generator, partial_results, run_in_chunks
+from cgr.generation.config import GeneratorConfig, build_generator
+from cgr.generation.counting import CountingLM
 from cgr.longdoc.document import load_qasper
-from cgr.longdoc.lm import CountingLM
 from cgr.longdoc.methods import LM_EVIDENCE, LongDocConfig, LongDocQA
 from cgr.longdoc.summaries import Summarizer, SummaryConfig
+from cgr.runs import partial_results, run_in_chunks
 from cgr.validation import at_least, parsed
 
 

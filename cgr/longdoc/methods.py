@@ -22,8 +22,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
+from cgr.generation.counting import CountingLM
 from cgr.longdoc.document import DocQuestion, Document
-from cgr.longdoc.lm import CountingLM
 from cgr.longdoc.metrics import answer_f1, evidence_scores, official_evidence_f1
 from cgr.longdoc.prompts import (
     ANSWER_INSTRUCTION,

@@ -13,7 +13,7 @@ which drops the "FLOAT SELECTED" captions but keeps headings."""
 
 from __future__ import annotations
 
-from cgr.ircot.metrics import token_f1
+from cgr.evaluation.qa_metrics import token_f1
 
 
 def answer_f1(prediction: str, references: list[str]) -> float:

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
-from cgr.longdoc.lm import CountingLM
+from cgr.generation.counting import CountingLM
 from cgr.nlp import split_sentences
 from cgr.validation import at_least, one_of
 

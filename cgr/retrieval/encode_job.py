@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Callable
 
 import pytorch_lightning as pl
 import torch
@@ -87,9 +88,9 @@ def _overrides(args: list[str]) -> list[str]:
     return out
 
 
-def main(argv: list[str]) -> int:
-    from cgr.training.config import resolved_config
-
+def main(argv: list[str], resolve_config: Callable[..., dict]) -> int:
+    """`resolve_config(path, *overrides)`: the training config as `cgr train` reads it (the CLI
+    passes cgr.training.config.resolved_config; retrieval does not reach up into training)."""
     parser = argparse.ArgumentParser(
         prog="cgr encode",
         description="Encode the retrieval corpus of a training config on every device given, "
@@ -98,7 +99,7 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--config", required=True, help="a training config (configs/*.yaml)")
     args, rest = parser.parse_known_args(argv)
-    config = resolved_config(args.config, *_overrides(rest))
+    config = resolve_config(args.config, *_overrides(rest))
     retrieval = RetrievalConfig(**config["data"]["retrieval"])
     if retrieval.method not in {"dense", "beam"}:
         print(f"{args.config}: retrieval.method {retrieval.method} uses no corpus embeddings")

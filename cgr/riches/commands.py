@@ -10,15 +10,17 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from cgr.data.loaders import load_lenient
 from cgr.errors import ConfigError, DataFormatError
+from cgr.evaluation.qa_metrics import exact_match, f1_score, normalize_answer, paragraph_recall
 from cgr.files import atomic_write_text, require_writable_dir
-from cgr.ircot.commands import GeneratorConfig, load_lenient, partial_results, run_in_chunks
-from cgr.ircot.metrics import exact_match, f1_score, normalize_answer, paragraph_recall
-from cgr.ircot.retrievers import paragraph_corpus
+from cgr.generation.config import GeneratorConfig
+from cgr.retrieval.paragraphs import paragraph_corpus
 from cgr.riches.decode import ConstrainedDecoder, DecodeConfig
 from cgr.riches.index import FMKeyIndex, TrieKeyIndex
 from cgr.riches.keys import KINDS, build_keys
 from cgr.riches.prompts import RichesPrompt, parse_decode
+from cgr.runs import partial_results, run_in_chunks
 from cgr.validation import at_least, one_of, parsed
 
 log = logging.getLogger(__name__)
@@ -115,7 +117,7 @@ def build_index(cfg: RichesConfig, corpus, tokenizer, counters: Counter):
 
 
 def main(argv: list[str]) -> int:
-    from cgr.ircot.generator import _load, resolve_generator
+    from cgr.generation.generator import _load, resolve_generator
 
     args = parsed(lambda: build_parser().parse_args(argv), "cgr riches")
     # every setting checked before any file is read or model loads

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cgr.ircot.retrievers import CorpusParagraph
 from cgr.nlp import split_sentences
+from cgr.retrieval.paragraphs import CorpusParagraph
 
 KINDS = ("sentence", "paragraph", "title")
 # the markers and the index's own separators never occur inside a key

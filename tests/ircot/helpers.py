@@ -22,7 +22,7 @@ def first_step_prompts(count_tokens) -> tuple[list[str], str]:
 def first_steps_as_sentences(generator, max_new_tokens: int) -> tuple[list[str], list]:
     """Runs the three first-step prompts and checks each output is one whole sentence the loop
     accepts (text, final punctuation, no newline, a token count within the budget)."""
-    from cgr.ircot.generator import first_sentence
+    from cgr.generation.generator import first_sentence
 
     prompts, prefix = first_step_prompts(generator.count_tokens)
     outputs = generator.generate(prompts, stop="sentence", prefix=prefix)

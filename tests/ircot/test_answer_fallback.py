@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow  # a real model; `-m "not slow"` skips
 
 
 def test_no_answer_is_falls_back_to_a_short_direct_answer():
-    from cgr.ircot.llamacpp import LlamaCppGenerator
+    from cgr.generation.llamacpp import LlamaCppGenerator
 
     generator = LlamaCppGenerator(max_new_tokens=16, context_tokens=2048)
     demos = load_demonstrations(ROOT / "data" / "ircot" / "demos.json")

@@ -56,7 +56,7 @@ def test_ircot_cli_writes_predictions_and_prints_metrics_last(tmp_path, capsys, 
 def test_a_killed_run_resumes_from_its_partial_results(tmp_path, capsys):
     """The llama.cpp backend (fast to load); a partial file as a killed run leaves it: one
     finished record and a line cut short. The same command answers only the other question."""
-    from cgr.ircot.commands import partial_results
+    from cgr.runs import partial_results
 
     data = official_sample(tmp_path)
     out = tmp_path / "out"

@@ -2,11 +2,11 @@ import json
 
 import pytest
 
-from cgr.ircot.commands import load_lenient
+from cgr.data.loaders import load_lenient
+from cgr.evaluation.qa_metrics import exact_match, f1_score, normalize_answer, paragraph_recall
+from cgr.generation.generator import _finished, first_sentence, until_blank_line
 from cgr.ircot.demos import PromptBuilder, extract_answer, load_demonstrations
-from cgr.ircot.generator import _finished, first_sentence, until_blank_line
-from cgr.ircot.metrics import exact_match, f1_score, normalize_answer, paragraph_recall
-from cgr.ircot.retrievers import BM25ParagraphRetriever, paragraph_corpus
+from cgr.retrieval.paragraphs import BM25ParagraphRetriever, paragraph_corpus
 from tests.conftest import ROOT
 
 DEMOS = ROOT / "data" / "ircot" / "demos.json"

@@ -86,9 +86,9 @@ def test_mapreduce_reads_chunks_calls_from_the_generation_cache(tmp_path, capsys
 
 @pytest.mark.slow
 def test_chunks_hold_whole_paragraphs_within_the_budget():
-    from cgr.ircot.generator import Generator
+    from cgr.generation.counting import CountingLM
+    from cgr.generation.generator import Generator
     from cgr.longdoc.document import load_qasper
-    from cgr.longdoc.lm import CountingLM
     from cgr.longdoc.methods import LongDocConfig, LongDocQA
     from cgr.longdoc.prompts import PARAGRAPHS_INSTRUCTION, numbered
     from cgr.longdoc.summaries import Summarizer, SummaryConfig
@@ -136,8 +136,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
 def test_option_scores_equal_a_full_forward_of_each_option():
     import torch
 
-    from cgr.ircot.generator import Generator
-    from cgr.longdoc.lm import CountingLM
+    from cgr.generation.counting import CountingLM
+    from cgr.generation.generator import Generator
 
     lm = CountingLM(Generator("smollm2"), "smollm2")
     instruction = "Sections:\n* Section: Introduction Birds.\n* Section: Model A network.\n\nQuestion: What model?"

@@ -72,7 +72,7 @@ def test_odd_scripts_and_keys_longer_than_allowed_are_counted_not_fatal(tmp_path
     assert rc == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["keys_too_long"] > 0 and metrics["keys"] > 0
-    from cgr.ircot.generator import _load, resolve_generator
+    from cgr.generation.generator import _load, resolve_generator
     from cgr.riches.keys import build_keys
 
     tokenizer = _load(*resolve_generator("smollm2", None), "cpu")[0]  # loaded by the run above

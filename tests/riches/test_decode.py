@@ -57,7 +57,7 @@ def test_prompts_follow_the_paper_format_with_or_without_keywords():
 @pytest.mark.slow
 @pytest.mark.parametrize("index_kind", ["fm", "trie"])
 def test_every_decoded_key_is_corpus_text(index_kind):
-    from cgr.ircot.generator import _load, resolve_generator
+    from cgr.generation.generator import _load, resolve_generator
 
     keys = build_keys(PARAGRAPHS, "sentence")
     index = FMKeyIndex(keys) if index_kind == "fm" else TrieKeyIndex(keys)

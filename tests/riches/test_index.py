@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from cgr.ircot.retrievers import CorpusParagraph
+from cgr.retrieval.paragraphs import CorpusParagraph
 from cgr.riches.index import FMKeyIndex, TrieKeyIndex
 from cgr.riches.keys import build_keys, split_sentences
 

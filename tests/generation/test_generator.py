@@ -4,7 +4,7 @@ but the time (greedy outputs equal the plain path's, batched or not)."""
 import pytest
 import torch
 
-from cgr.ircot.generator import Generator, _common_length
+from cgr.generation.generator import Generator, _common_length
 from tests.ircot.helpers import first_step_prompts
 
 pytestmark = pytest.mark.slow  # real training / model loading; `-m "not slow"` skips

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.slow  # converts and loads a real model; `-m "not slow"
 
 @pytest.fixture(scope="module")
 def generator():
-    from cgr.ircot.ct2 import CTranslate2Generator
+    from cgr.generation.ct2 import CTranslate2Generator
 
     gen = CTranslate2Generator(max_new_tokens=40, batch_size=3)
     yield gen
@@ -19,7 +19,7 @@ def generator():
 
 
 def test_conversion_is_cached_whole(generator):
-    from cgr.ircot.ct2 import CACHE, converted_model
+    from cgr.generation.ct2 import CACHE, converted_model
 
     folder = converted_model("smollm2", None)
     assert (folder / "model.bin").is_file() and (folder / "source" / "config.json").is_file()

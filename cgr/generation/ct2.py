@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from cgr.errors import ConfigError
-from cgr.ircot.generator import Generation, _finished, check_stop, cut, resolve_generator
+from cgr.generation.generator import Generation, _finished, check_stop, cut, resolve_generator
 
 log = logging.getLogger(__name__)
 CACHE = Path(".cache/cgr/ct2")

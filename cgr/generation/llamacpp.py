@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from cgr.errors import ConfigError
-from cgr.ircot.generator import Generation, check_stop, cut, resolve_generator
+from cgr.generation.generator import Generation, check_stop, cut, resolve_generator
 
 log = logging.getLogger(__name__)
 STOP_STRINGS = {

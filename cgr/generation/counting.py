@@ -1,7 +1,7 @@
-"""The generator as the long-document methods call it: an instruction in the model's chat
-format, and an account of every call (the paper's "tokens processed" and "API calls").
+"""A generator with an account of every call (D3's "tokens processed" and "API calls") and the
+generation cache; instructions in the model's chat format. The long-document methods call it.
 
-Any backend of `cgr ircot` (transformers, ctranslate2, llama.cpp) works: they share
+Any backend of cgr.generation (transformers, ctranslate2, llama.cpp) works: they share
 `generate(prompts, stop, max_new_tokens)`, `count_tokens` and `tokenizer`.
 
 With a `cache` (sqlite, the AMR parse cache's table), every generation is stored under a hash of
