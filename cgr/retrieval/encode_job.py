@@ -90,7 +90,7 @@ def _overrides(args: list[str]) -> list[str]:
 
 def main(argv: list[str], resolve_config: Callable[..., dict]) -> int:
     """`resolve_config(path, *overrides)`: the training config as `cgr train` reads it (the CLI
-    passes cgr.training.config.resolved_config; retrieval does not reach up into training)."""
+    passes the training config resolver in, so retrieval imports nothing from training)."""
     parser = argparse.ArgumentParser(
         prog="cgr encode",
         description="Encode the retrieval corpus of a training config on every device given, "
