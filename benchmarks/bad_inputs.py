@@ -1,4 +1,4 @@
-"""Bad input and faults, as a user meets them (issue 16): every case runs the real `cgr` command
+"""Bad input and faults, as a user meets them: every case runs the real `cgr` command
 in a fresh process and prints one line: the exit code and the message the user sees (or the
 counter that records a skip). A traceback anywhere is a failure of the script (exit 1).
 

@@ -41,7 +41,7 @@ ROWS = {
     # the reader on Ê with the retriever frozen: what the chains give without CGR's losses
     "chains": ("iterative retrieval + chains (Ê) + reader", READER, "beam", True, ()),
     "cgr": ("CGR", CGR, "beam", True, ()),
-    # the paper's beam pool against one dense step (the pool with more gold facts read, issue 15)
+    # the paper's beam pool against one dense step (the pool with more gold facts read)
     "dense": ("dense one-step retrieval + reader", READER, "dense", False, ()),
     "cgr_dense": ("CGR over the dense one-step pool", CGR, "dense", True, ()),
     "no_global": ("CGR w/o L_global", CGR, "beam", True, ("use_global",)),
@@ -82,9 +82,9 @@ def lr_text(value: float) -> str:
 
 
 def tag(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> str:
-    # runs at lr 5e-5 (the configs' rate before session 38) keep their old names
+    # runs at lr 5e-5 (the configs' earlier rate) keep their old names
     lr = f"-lr{budget.lr}" if budget.lr and float(budget.lr) != HISTORIC_LR else ""
-    # CGR runs before session 38 clipped one joint gradient norm; they keep their names
+    # CGR runs named without "clipeach" clipped one joint gradient norm; they keep their names
     clip = "-clipeach" if ROWS[row][1] == CGR and budget.gradient_clipping == "each" else ""
     return f"cgr_ablations-{dataset}-{row}-q{budget.train_questions}-e{budget.epochs}-l{budget.max_length}{lr}{clip}-s{seed}"
 
@@ -134,7 +134,7 @@ def main() -> None:
                         help="e.g. 1e-4 (default: the config's); runs are saved under their own names")  # fmt: skip
     parser.add_argument("--gradient-clipping", default="each", choices=GRADIENT_CLIPPING,
                         help="CGR rows: clip the reader and query encoder apart (each) or one norm "
-                             "(joint: every CGR run before session 38)")  # fmt: skip
+                             "(joint: the earlier CGR runs)")  # fmt: skip
     parser.add_argument("--force", action="store_true", help="re-run rows that have a result")
     parser.add_argument("--table", action="store_true", help="only print the table")
     args = parser.parse_args()

@@ -1,4 +1,4 @@
-"""Where a trained CGR checkpoint gains or loses against iterative retrieval (issue 15, item 6):
+"""Where a trained CGR checkpoint gains or loses against iterative retrieval:
 the same checkpoint evaluated on dev four ways, retrieving with its trained query encoder or
 with the base encoder it started from, and reading Ê (chain facts first) or the plain pool.
 Per variant: dev accuracy, how often the gold fact (OBQA `fact1`) is in the answer's pool, among

@@ -1,4 +1,4 @@
-"""Reasoning-chain statistics on a dev set with the ~70k-fact corpus (issue 4's measurements):
+"""Reasoning-chain statistics on a dev set with the ~70k-fact corpus:
 share of correct / wrong answer hypotheses with a chain, chain-length histogram, mean |Ê|
 (chain facts only, before padding), chain search time per question (p50 / p99, warm parse
 cache), embedded-parser sentences/s, and with --checkpoint the reader's accuracy by the length
@@ -197,7 +197,7 @@ def entailmentbank_recall(config: dict, chain_cfg: ChainConfig) -> dict:
 
 
 def gold_loss(examples, chain_cfg: ChainConfig, max_evidence: int) -> dict:
-    """Where the gold facts of the gold answer are lost between pool and Ê (issue 15, item 4):
+    """Where the gold facts of the gold answer are lost between pool and Ê:
     per gold fact found in the pool, the first stage that loses it. Stages: no concepts after
     parsing and normalisation; no concept shared with the question nodes or any other pool fact
     (cannot start or continue a chain); in no chain with unbounded search (graph rules); cut by

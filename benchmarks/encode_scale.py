@@ -1,4 +1,4 @@
-"""Corpus encoding throughput of `cgr encode` by process count (issue 20): the same N facts of
+"""Corpus encoding throughput of `cgr encode` by process count: the same N facts of
 the science corpus encoded into an empty cache by 1 process and by 2 DDP processes (gloo), each
 process with one thread, so the second process brings one more core and nothing else; plus one
 process with two threads (what `cgr train` does in-process on this machine) for reference.

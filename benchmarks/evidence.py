@@ -1,4 +1,4 @@
-"""Where the evidence is lost (issue 15, item 1): for each evidence setting, on the dev set,
+"""Where the evidence is lost: for each evidence setting, on the dev set,
 gold-fact recall of what is retrieved, how many facts reach the reader inside max_length, how
 often the gold fact is retrieved but not read, and (from real `cgr train` runs) the reader's
 accuracy split by "gold fact read / not read" and its most frequent answer position.
@@ -176,7 +176,7 @@ def tag(dataset: str, setting: str, seed: int, args) -> str:
 
 
 def reader_table(dataset: str) -> None:
-    """Issue 15 item 3: every saved training run of this dataset, one row per setting and
+    """Every saved training run of this dataset, one row per setting and
     budget, with its change against the dense one-step run at 1 epoch, max length 128 (the
     reference) and the dev accuracy after each epoch (from the run's log)."""
     from benchmarks.common import RESULTS

@@ -1,4 +1,4 @@
-"""Long-document QA table (issue 19; the D3 paper's Tables 1, 3 and 4 columns): evidence
+"""Long-document QA table (the D3 paper's Tables 1, 3 and 4 columns): evidence
 precision / recall / F1, answer F1 (overall and by answer type), LM tokens and calls per
 question, seconds per question, for D3's variants and the baselines on the same QASPER dev
 questions and LM.
@@ -154,7 +154,7 @@ def paired_difference(
 
 
 def goal_lines(n: int, data: str, d3_rows: list[str]) -> list[str]:
-    """Issue 19's goal, checked per D3 row: >= 5x fewer LM tokens for evidence than MAP-REDUCE
+    """The goal, checked per D3 row: >= 5x fewer LM tokens for evidence than MAP-REDUCE
     at equal or better evidence F1, and a higher evidence F1 than dense PARAGRAPH; every
     difference paired per question, overall and on the questions with gold paragraphs (where
     choosing nothing cannot score)."""

@@ -1,4 +1,4 @@
-"""RICHES tables (issue 18): RICHES against OneR and IRCoT on the same questions and LM, beam
+"""RICHES tables: RICHES against OneR and IRCoT on the same questions and LM, beam
 1/5/10 (paper Table 5), keywords and the adaptive beam on/off (Table 6), key kinds (Table 3),
 seconds per question; and the key indexes' build time, memory and next-token query latency by
 corpus size (FM-index against the marisa trie, 10k to 1M keys).

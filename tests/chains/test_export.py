@@ -66,7 +66,7 @@ def test_console_errors_are_caught(tmp_path):
 
 @pytest.mark.slow
 def test_markup_in_a_question_cannot_blank_the_report(tmp_path):
-    """`<!--<script>` in the data block once swallowed the page's script (issue 16)."""
+    """`<!--<script>` in the data block once swallowed the page's script."""
     hostile = {**PREDICTION, "id": "h-1", "question": "Is <!--<script> or </script> & co safe?"}
     _, page = write_exports([hostile], tmp_path)
     data_block = page.read_text().split('<script id="data" type="application/json">')[1]

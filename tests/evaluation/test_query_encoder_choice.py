@@ -1,5 +1,5 @@
 """Which query encoder a CGR checkpoint retrieves with at eval: "auto" follows the encoder the
-reader's training evidence came from (issue 15), "trained" / "base" force one."""
+reader's training evidence came from, "trained" / "base" force one."""
 
 import pytest
 
