@@ -10,6 +10,7 @@ import html
 import json
 from pathlib import Path
 
+from cgr.chains.drawing import BOX, TOP_PATHS, layout, merge_paths
 from cgr.files import atomic_write_text
 
 
@@ -59,13 +60,59 @@ def export_record(prediction: dict) -> dict:
     }
 
 
+def page_record(prediction: dict) -> dict:
+    """One question as the chains page draws it, compact (the 57-question quickstart page stays
+    under 150 KB): facts numbered once (chain facts first, as in `export_record`) with their
+    source and retrieval step; per choice, predicted first, how many facts it read (the best one
+    numbered), its chains merged into paths, and the laid-out graph of the first TOP_PATHS
+    paths (and of all, when there are more)."""
+    numbers: dict[str, int] = {}
+    facts: list[dict] = []
+    found = {f.get("fact_id"): f for c in prediction["choices"] for f in c.get("facts") or []}
+
+    def number(fid: str, text: str) -> int:
+        if fid not in numbers:
+            meta = found.get(fid, {})
+            numbers[fid] = len(facts) + 1
+            facts.append({"n": numbers[fid], "text": text, "source": meta.get("source", "corpus"),
+                          "step": meta.get("step")})  # fmt: skip
+        return numbers[fid]
+
+    for choice in prediction["choices"]:
+        for chain in choice.get("chains") or []:
+            for fid, text in zip(chain["facts"], chain.get("texts", chain["facts"]), strict=True):
+                number(fid, text)
+    choices = []
+    for choice in sorted(
+        prediction["choices"], key=lambda c: c["label"] != prediction["predicted"]
+    ):
+        read = choice.get("facts") or []
+        texts = {f["n"]: f["text"] for f in facts}
+        chains = [{"facts": [numbers[f] for f in c["facts"]], "links": c["links"]}
+                  for c in choice.get("chains") or []]  # fmt: skip
+        paths = merge_paths(chains, texts, choice["text"])
+        ends = {"q": prediction["question"], "a": f"({choice['label']}) {choice['text']}"}
+        graphs = [layout(paths[:TOP_PATHS], texts, ends)]
+        graphs.append(layout(paths, texts, ends) if len(paths) > TOP_PATHS else None)
+        choices.append({
+            "label": choice["label"], "text": choice["text"], "score": round(choice["score"], 4),
+            "hypothesis": choice["hypothesis"], "read": len(read), "chains": len(chains),
+            # the best fact read, for a choice without chains (the rest: chains.jsonl)
+            "first_read": number(read[0].get("fact_id") or read[0]["text"], read[0]["text"]) if read else None,
+            "paths": len(paths), "shortest": min((len(p["facts"]) for p in paths), default=0),
+            "graph": graphs[0], "graph_all": graphs[1],
+        })  # fmt: skip
+    keep = ("id", "question", "predicted", "answer", "correct")
+    return {**{k: prediction[k] for k in keep}, "facts": facts, "choices": choices}
+
+
 def write_exports(predictions: list[dict], out_dir: Path) -> tuple[Path, Path]:
+    """chains.jsonl (every chain, for programs) and chains.html (the page, for people)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    records = [export_record(p) for p in predictions]
     jsonl = out_dir / "chains.jsonl"
-    atomic_write_text(jsonl, "".join(json.dumps(r) + "\n" for r in records))
+    atomic_write_text(jsonl, "".join(json.dumps(export_record(p)) + "\n" for p in predictions))
     page = out_dir / "chains.html"
-    atomic_write_text(page, render_html(records))
+    atomic_write_text(page, render_html([page_record(p) for p in predictions]))
     return jsonl, page
 
 
@@ -80,7 +127,7 @@ def render_html(records: list[dict]) -> str:
 def script_json(value) -> str:
     """JSON safe inside a <script> block: every "<", ">" and "&" as a \\u escape, so text such
     as "<!--<script>" or "</script>" in a question cannot end or swallow the data block."""
-    text = json.dumps(value)
+    text = json.dumps(value, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -89,5 +136,6 @@ def render_page(records: list[dict], title: str, mode: str = "report") -> str:
     return (
         _TEMPLATE.replace("/*DATA*/[]", script_json(records))
         .replace('/*MODE*/"report"', script_json(mode))
+        .replace("/*BOX*/{}", script_json(BOX))
         .replace("{{TITLE}}", html.escape(title))
     )

@@ -19,6 +19,9 @@ from collections.abc import Sequence
 
 from cgr.nlp import spacy_pipeline
 
+# part of the pool cache key: pools retrieved for other hypotheses are not reused when it changes
+RULES_VERSION = 2
+
 _BLANK = re.compile(r"_{2,}|\(\s*\)")
 _WH = {"which", "what", "who", "whom", "whose", "where", "when", "why", "how"}
 _INVERTED_AUX = {
@@ -31,6 +34,14 @@ _KIND_OF = re.compile(r"^(?:what|which) (?:type|kind|form|sort)s? of (.+)$", re.
 _HAPPEN = {"happen", "happens", "happened", "occur", "occurs", "occurred"}
 _CONDITION = {"when", "if", "after", "before", "as", "while"}
 _PREPOSITIONS = {"in", "on", "at", "from", "to", "by", "with", "into", "inside", "under", "near"}
+# where the stem's last word and the answer's first meet: "used for" + "to cut" and "made of" +
+# "of wood" read "used for to cut", "made of of wood"; the answer's own word wins
+_FOR_TO = re.compile(r"\bfor (to \w)", re.I)
+_REPEATED = re.compile(r"\b(for|of|in|on|at|by|with|from|into|to|as) \1\b", re.I)
+
+
+def _repair_joins(text: str) -> str:
+    return _REPEATED.sub(r"\1", _FOR_TO.sub(r"\1", text))
 
 
 def _answer_phrase(answer: str) -> str:
@@ -151,10 +162,13 @@ def _convert_question(doc, answer: str) -> str | None:
 
 
 class HypothesisGenerator:
-    """Turns (question stem, answer) pairs into declarative sentences, parsing each stem once."""
+    """Turns (question stem, answer) pairs into declarative sentences, parsing each stem once.
+    `repair_joins=False` keeps the stem/answer seams as they fall ("used for to cut"), for
+    measuring what the repair changes (benchmarks/hypotheses.py)."""
 
-    def __init__(self) -> None:
+    def __init__(self, repair_joins: bool = True) -> None:
         self._nlp = spacy_pipeline()
+        self.repair_joins = repair_joins
 
     def fallback(self, stem: str, answer: str) -> str:
         return f"{stem.strip()} {answer.strip()}"
@@ -185,4 +199,6 @@ class HypothesisGenerator:
                 body = None
             if body is None:
                 return self.fallback(stem, answer)
+        if self.repair_joins:
+            body = _repair_joins(body)
         return _finish(f"{context} {_finish(body)}" if context else body)

@@ -15,7 +15,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from cgr.chains.builder import ChainConfig
-from cgr.data.hypothesis import HypothesisGenerator
+from cgr.data.hypothesis import RULES_VERSION, HypothesisGenerator
 from cgr.data.loaders import require_file
 from cgr.data.records import Chain, Question, fact_id
 from cgr.errors import ConfigError
@@ -42,6 +42,7 @@ def pool_cache_key(question_files: list[str], cfg: RetrievalConfig, extra: str =
     for path in [*cfg.corpus, *([cfg.open_book] if cfg.open_book else [])]:
         _file_digest(path, h)
     h.update(json.dumps(cfg.pool_settings(), sort_keys=True).encode())
+    h.update(f"hypotheses-v{RULES_VERSION}".encode())
     h.update(extra.encode())
     return h.hexdigest()[:20]
 

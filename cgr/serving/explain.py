@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cgr.chains.export import export_record, write_exports
+from cgr.chains.drawing import to_svg
+from cgr.chains.export import export_record, page_record, write_exports
 from cgr.evaluation.prediction import Prediction
-from cgr.files import require_writable_dir
+from cgr.files import atomic_write_text, require_writable_dir, require_writable_file
 from cgr.serving import checkpoint_parser
 
 
@@ -47,14 +48,22 @@ def main(argv: list[str]) -> int:
         default="explain",
         help="chains.jsonl and chains.html go here (default: explain/)",
     )
+    parser.add_argument(
+        "--svg", default=None, help="also write the question's chains as a standalone SVG file"
+    )
     args = parser.parse_args(argv)
     from cgr.api import Predictor, make_question
 
     question = make_question(args.question, args.choices, args.labels)  # before the model loads
     out_dir = require_writable_dir(args.out_dir, "--out-dir")
+    if args.svg:
+        require_writable_file(args.svg, "--svg")
     model = Predictor.from_checkpoint(args.checkpoint)
     prediction = model.predict_questions([question])[0]
     print("\n".join(explanation(prediction, args.max_chains)))
     _, page = write_exports([prediction.to_dict()], Path(out_dir))
     print(f"page: {page}")
+    if args.svg:
+        atomic_write_text(Path(args.svg), to_svg(page_record(prediction.to_dict())))
+        print(f"svg: {args.svg}")
     return 0

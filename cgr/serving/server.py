@@ -161,7 +161,7 @@ def create_app(
     from fastapi.responses import HTMLResponse, JSONResponse
 
     from cgr.api import make_question
-    from cgr.chains.export import export_record, render_page
+    from cgr.chains.export import page_record, render_page
 
     queue = BatchingQueue(predictor.predict_questions, max_waiting, max_batch)
 
@@ -209,7 +209,7 @@ def create_app(
         except CGRError as e:
             raise HTTPException(status_code=422, detail=str(e)) from e
         record = prediction.to_dict()
-        return {**record, "report": export_record(record)}
+        return {**record, "report": page_record(record)}
 
     return app
 

@@ -137,3 +137,25 @@ def test_many_questions_at_once_match_one_by_one(hypothesis_generator):
     together = hypothesis_generator.generate_many(items)
     assert together == [hypothesis_generator.generate(s, a) for s, a in items]
     assert all(len(h) == 2 for h in together)
+
+
+@pytest.mark.parametrize(("stem", "answer", "expected"), [
+    # the seam between stem and answer: "used for" + "to ..." and a repeated preposition
+    ("What is a ruler used for?", "to measure length", "A ruler is used to measure length."),
+    ("A sponge can be used for", "to soak up water", "A sponge can be used to soak up water."),
+    ("How does a plant get water?", "by pulling it up through its roots",
+     "A plant does get water by pulling it up through its roots."),
+    ("A window pane is made of", "of glass", "A window pane is made of glass."),
+    ("What is a ruler used for?", "measuring length", "A ruler is used for measuring length."),
+])  # fmt: skip
+def test_stem_and_answer_meet_without_a_doubled_word(hypothesis_generator, stem, answer, expected):
+    assert hypothesis_generator.generate(stem, [answer]) == [expected]
+
+
+def test_the_seam_repair_can_be_switched_off_to_measure_it():
+    from cgr.data.hypothesis import HypothesisGenerator
+
+    raw = HypothesisGenerator(repair_joins=False)
+    assert raw.generate("What is a ruler used for?", ["to measure length"]) == [
+        "A ruler is used for to measure length."
+    ]

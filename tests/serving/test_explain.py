@@ -1,5 +1,7 @@
 """`cgr explain` on a real tiny checkpoint: the answer, chains as text, and the page."""
 
+import xml.etree.ElementTree as ET
+
 import pytest
 
 from cgr.chains.search import Chain
@@ -8,17 +10,22 @@ from cgr.evaluation.prediction import ChoicePrediction, Prediction
 from cgr.retrieval.base import RetrievedFact
 from cgr.serving.explain import explanation
 
+SVG = "http://www.w3.org/2000/svg"
+
 
 @pytest.mark.slow
 def test_explain_prints_the_answer_and_a_chain_and_writes_a_page(tiny_run, capsys, tmp_path):
     code = main(["explain", "--checkpoint", str(tiny_run / "ckpt" / "best.ckpt"),
                  "--question", "Which energy source is renewable?",
-                 "--choices", "coal", "a solar panel", "--out-dir", str(tmp_path / "x")])  # fmt: skip
+                 "--choices", "coal", "a solar panel", "--out-dir", str(tmp_path / "x"),
+                 "--svg", str(tmp_path / "q.svg")])  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0
     assert out.startswith("question: Which energy source is renewable?\nanswer: (")
     assert "Question -" in out and "-> (B)" in out, out  # a chain to the solar-panel choice
     assert (tmp_path / "x" / "chains.html").is_file()
+    svg = ET.fromstring((tmp_path / "q.svg").read_text())  # well-formed, the question drawn
+    assert any("Which energy source" in (t.text or "") for t in svg.iter(f"{{{SVG}}}text"))
 
 
 def test_an_unwritable_out_dir_fails_before_the_model_loads(capsys, tmp_path):
