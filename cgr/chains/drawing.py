@@ -29,6 +29,16 @@ def surface_word(concept: str, texts: list[str]) -> str:
     return min(found, key=len) if found else concept
 
 
+def chain_words(links: list[str], texts: list[str], answer: str) -> list[str]:
+    """Each linking concept as written: link i joins fact i-1 and fact i (the first: the
+    question side and fact 0; the last: the last fact and the answer)."""
+    words = []
+    for i, concept in enumerate(links):
+        around = texts[max(0, i - 1) : i + 1] + ([answer] if i == len(links) - 1 else [])
+        words.append(surface_word(concept, around))
+    return words
+
+
 def merge_paths(chains: list[dict], texts: dict[int, str], answer: str) -> list[dict]:
     """Chains with the same facts in the same order as one path with a count, most frequent first
     (then first found). `chains`: {"facts": [numbers], "links": [concept keys]}."""
@@ -39,12 +49,7 @@ def merge_paths(chains: list[dict], texts: dict[int, str], answer: str) -> list[
             merged[facts]["count"] += 1
             continue
         links = chain["links"]
-        words = []
-        for i, concept in enumerate(links):
-            around = [texts[n] for n in facts[max(0, i - 1) : i + 1]]
-            if i == len(links) - 1:
-                around.append(answer)
-            words.append(surface_word(concept, around))
+        words = chain_words(links, [texts[n] for n in facts], answer)
         merged[facts] = {"facts": list(facts), "links": list(links), "words": words, "count": 1}
     return sorted(merged.values(), key=lambda p: -p["count"])
 

@@ -10,12 +10,13 @@ import html
 import json
 from pathlib import Path
 
-from cgr.chains.drawing import BOX, TOP_PATHS, layout, merge_paths
+from cgr.chains.drawing import BOX, TOP_PATHS, chain_words, layout, merge_paths
 from cgr.files import atomic_write_text
 
 
 def chain_text(chain: dict, numbers: dict[str, int], label: str) -> str:
-    links = chain["links"]
+    """`chain["words"]` (the concepts as written) when present, else its concept keys."""
+    links = chain.get("words") or chain["links"]
     parts = [f"Question -{links[0]}->"]
     for i, fid in enumerate(chain["facts"]):
         parts.append(f"[{numbers[fid]}]")
@@ -44,9 +45,7 @@ def export_record(prediction: dict) -> dict:
                 "score": choice["score"],
                 "hypothesis": choice["hypothesis"],
                 "facts_read": [f["text"] for f in choice.get("facts") or []],
-                "chains": [
-                    {**c, "rendered": chain_text(c, numbers, choice["label"])} for c in chains
-                ],
+                "chains": [_with_words(c, choice, numbers) for c in chains],
             }
         )
     return {
@@ -104,6 +103,13 @@ def page_record(prediction: dict) -> dict:
         })  # fmt: skip
     keep = ("id", "question", "predicted", "answer", "correct")
     return {**{k: prediction[k] for k in keep}, "facts": facts, "choices": choices}
+
+
+def _with_words(chain: dict, choice: dict, numbers: dict[str, int]) -> dict:
+    texts = list(chain.get("texts") or chain["facts"])
+    words = chain_words(list(chain["links"]), texts, choice["text"])
+    chain = {**chain, "words": words}
+    return {**chain, "rendered": chain_text(chain, numbers, choice["label"])}
 
 
 def write_exports(predictions: list[dict], out_dir: Path) -> tuple[Path, Path]:
