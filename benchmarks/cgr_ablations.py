@@ -52,6 +52,8 @@ ROWS = {
 }  # fmt: skip
 CONFIGS = {"obqa": "configs/obqa_cgr_cpu.yaml", "arc_challenge": "configs/arc_challenge.yaml"}
 HISTORIC_LR = 5e-5
+# the reader's default rate by reader (configs/model/reader_*.yaml); --lr overrides it
+READER_LR = {"mpnet": 5e-5}
 READER_ARGS = ("reader_model", "max_length", "lr", "weight_decay", "warmup_ratio")
 
 
@@ -62,6 +64,8 @@ def row_config(base: dict, row: str, seed: int, budget: argparse.Namespace) -> d
     config["trainer"]["max_epochs"] = budget.epochs
     init = {k: v for k, v in config["model"]["init_args"].items() if k in READER_ARGS}
     init["max_length"] = budget.max_length
+    if budget.reader != "minilm":  # its model group's reader and rate (model/reader_mpnet.yaml)
+        init.update(reader_model=budget.reader, lr=READER_LR[budget.reader])
     if budget.lr:  # the reader's (and CGR's query encoder's, retriever_lr null) learning rate
         init["lr"] = float(budget.lr)
     if model_class == CGR:
@@ -86,7 +90,10 @@ def tag(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> str:
     lr = f"-lr{budget.lr}" if budget.lr and float(budget.lr) != HISTORIC_LR else ""
     # CGR runs named without "clipeach" clipped one joint gradient norm; they keep their names
     clip = "-clipeach" if ROWS[row][1] == CGR and budget.gradient_clipping == "each" else ""
-    return f"cgr_ablations-{dataset}-{row}-q{budget.train_questions}-e{budget.epochs}-l{budget.max_length}{lr}{clip}-s{seed}"
+    reader = (
+        "" if budget.reader == "minilm" else f"-{budget.reader}"
+    )  # MiniLM rows keep their names
+    return f"cgr_ablations-{dataset}-{row}-q{budget.train_questions}-e{budget.epochs}-l{budget.max_length}{lr}{clip}{reader}-s{seed}"
 
 
 def learning_rate(text: str) -> str:
@@ -135,6 +142,8 @@ def main() -> None:
     parser.add_argument("--gradient-clipping", default="each", choices=GRADIENT_CLIPPING,
                         help="CGR rows: clip the reader and query encoder apart (each) or one norm "
                              "(joint: the earlier CGR runs)")  # fmt: skip
+    parser.add_argument("--reader", default="minilm", choices=["minilm", *READER_LR],
+                        help="the reader (retriever and CGR's query encoder stay MiniLM)")  # fmt: skip
     parser.add_argument("--force", action="store_true", help="re-run rows that have a result")
     parser.add_argument("--table", action="store_true", help="only print the table")
     args = parser.parse_args()
@@ -144,10 +153,11 @@ def main() -> None:
         max_length=args.max_length,
         lr=args.lr,
         gradient_clipping=args.gradient_clipping,
+        reader=args.reader,
     )
     base = train_config(CONFIGS[args.dataset])
-    if budget.lr is None:  # the config's rate names the results as --lr would
-        budget.lr = lr_text(float(base["model"]["init_args"]["lr"]))
+    if budget.lr is None:  # the config's (or the reader's) rate names the results as --lr would
+        budget.lr = lr_text(READER_LR.get(args.reader, float(base["model"]["init_args"]["lr"])))
     if not args.table:
         for seed in args.seeds:
             for row in args.rows:
@@ -176,7 +186,7 @@ def main() -> None:
             table.append([label, mean_std([r["accuracy"] for r in group]), len(group), f"{speeds[row]:.2f}",
                           f"{statistics.mean(r['minutes'] for r in group):.1f}"])  # fmt: skip
         table += reread_rows(args.dataset, row, args.seeds, budget)
-    print(f"{args.dataset} dev accuracy (%), MiniLM reader and retriever; budget: "
+    print(f"{args.dataset} dev accuracy (%), {args.reader} reader, MiniLM retriever; budget: "
           f"{args.train_questions or 'all'} train questions x {args.epochs} epoch(s), max length {args.max_length}, "
           f"lr {budget.lr}; CGR gradient clipping {args.gradient_clipping}; "
           f"seeds {args.seeds}; {machine()}")  # fmt: skip

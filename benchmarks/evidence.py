@@ -75,6 +75,7 @@ SETTINGS = {
                                {"open_book_first": 5}, {"lr": 1e-4}),
     "gold": ("oracle: gold fact(s)", "gold", False, {}, {}),
     "gold_lr1e-4": ("oracle: gold fact(s), lr 1e-4", "gold", False, {}, {"lr": 1e-4}),
+    "gold_mpnet": ("oracle: gold fact(s); mpnet reader", "gold", False, {}, {"reader_model": "mpnet"}),
 }  # fmt: skip
 DEFAULT_SETTINGS = ["none", "bm25", "dense", "beam", "chains", "gold"]
 CONFIGS = {"obqa": "configs/obqa.yaml", "arc_challenge": "configs/arc_challenge.yaml"}
