@@ -200,6 +200,11 @@ def percent(share: float | None) -> str:
     return "" if share is None else f"{100 * share:.0f}"
 
 
+def official(result: dict, key: str) -> str:
+    """QASPER's own evidence F1 (string match), in rows saved since `cgr longdoc` reports it."""
+    return "–" if result.get(key) is None else f"{100 * result[key]:.1f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=200)
@@ -223,11 +228,12 @@ def main() -> None:
             save_result(name, r)
         saved.append(r)
         if r is None:
-            table.append([ROWS[row][0], "not run", *[""] * 12])
+            table.append([ROWS[row][0], "not run", *[""] * 14])
             continue
         types = r["answer_f1_by_type"]
         table.append([ROWS[row][0], r["questions"], f"{100 * r['evidence_precision']:.1f}",
                       f"{100 * r['evidence_recall']:.1f}", interval(r, "evidence_f1", True),
+                      official(r, "evidence_f1_official"), official(r, "evidence_f1_official_text_only"),
                       interval(r, "evidence_f1_with_gold_paragraphs", True), f"{100 * r['no_paragraph_share']:.0f}",
                       percent(r.get("sections_with_gold_share")),
                       interval(r, "answer_f1", True),
@@ -237,7 +243,8 @@ def main() -> None:
                       f"{r['calls_per_question']:.2f}", f"{r['seconds_per_question']:.1f}"])  # fmt: skip
     print(f"{args.data}, first {args.n} questions; SmolLM2-135M-Instruct (transformers, float32), "
           f"extractive section summaries; 95 % bootstrap intervals; {machines(saved)}")  # fmt: skip
-    print_table(["method", "n", "evidence P", "evidence R", "evidence F1",
+    print_table(["method", "n", "evidence P", "evidence R", "evidence F1 (paragraph ids)",
+                 "QASPER official evidence F1", "official, text evidence only",
                  "evidence F1, questions with gold paragraphs", "no paragraph chosen %",
                  "chosen sections hold gold %", "answer F1",
                  "answer F1 extr. / abstr. / yes-no / unans.", "LM tokens for evidence",
