@@ -63,6 +63,7 @@ def build_parser():
 def main(argv: list[str]) -> int:
     from cgr.ircot.demos import PromptBuilder, load_demonstrations
     from cgr.retrieval.paragraphs import (
+        BeamParagraphRetriever,
         BM25ParagraphRetriever,
         DenseParagraphRetriever,
         paragraph_corpus,
@@ -88,7 +89,11 @@ def main(argv: list[str]) -> int:
             "context",
             f"no paragraph text in any of its {len(questions)} questions",
         )
-    if loop.method != "nor":
+    if loop.method == "beam":  # dense by nature: --retriever does not apply
+        retriever = BeamParagraphRetriever(
+            corpus, args.dense_encoder, loop.beam_size, loop.beam_steps
+        )
+    elif loop.method != "nor":
         retriever = (
             BM25ParagraphRetriever(corpus)
             if args.retriever == "bm25"

@@ -3,8 +3,9 @@
 IRCoT: K paragraphs for the question; then alternate *reason* (the next CoT sentence, only the
 first generated sentence kept) and *retrieve* (that sentence as the query, K more paragraphs),
 until a sentence says "answer is" or `max_steps` sentences; at most `max_paragraphs` in all.
-OneR retrieves once with the question; NoR reads no paragraphs. A reader (CoT or Direct) then
-answers from the collected paragraphs.
+OneR retrieves once with the question; NoR reads no paragraphs; beam retrieves once with CGR's
+beam-iterative search over the paragraphs (the retriever does the hops, no LM call). A reader
+(CoT or Direct) then answers from the collected paragraphs.
 """
 
 from __future__ import annotations
@@ -21,13 +22,17 @@ from cgr.ircot.demos import PromptBuilder, extract_answer
 from cgr.retrieval.paragraphs import as_paragraph
 from cgr.validation import at_least, one_of
 
-METHODS = ("ircot", "oner", "nor")
+METHODS = ("ircot", "oner", "nor", "beam")
 
 
 @dataclass
 class LoopConfig:
-    method: Literal["ircot", "oner", "nor"] = "ircot"
+    method: Literal["ircot", "oner", "nor", "beam"] = "ircot"
     k: int = 4
+    # beam: CGR's beam-iterative search over the paragraphs (beam_size paths, beam_steps hops),
+    # then the OneR reader over the k paragraphs of the best paths; no LM call while retrieving
+    beam_size: int = 5
+    beam_steps: int = 2
     max_steps: int = 8
     max_paragraphs: int = 15
     skip_paragraph_words: int = 600  # IRCoT skips paragraphs longer than this
@@ -49,6 +54,8 @@ class LoopConfig:
             "max_paragraphs",
             "skip_paragraph_words",
             "reader_max_new_tokens",
+            "beam_size",
+            "beam_steps",
         ):
             at_least(f"loop.{name}", getattr(self, name), 1)
 
@@ -107,7 +114,7 @@ class IRCoTRunner:
     def run(self, questions: list[OpenQuestion]) -> list[dict]:
         start = time.perf_counter()
         states = [QuestionState(q) for q in questions]
-        if self.cfg.method in {"ircot", "oner"}:
+        if self.cfg.method in {"ircot", "oner", "beam"}:
             self._retrieve(states, [s.question.question for s in states])
         if self.cfg.method == "ircot":
             for _ in range(self.cfg.max_steps):

@@ -93,6 +93,19 @@ class BeamIterativeRetriever:
 
     def retrieve(self, queries: list[str], k: int | None = None) -> list[list[RetrievedFact]]:
         """Each query's pool (every fact any beam step found), best first; `k` cuts it."""
+        pools, _ = self._beam_search(queries)
+        return [ranked(p)[:k] for p in pools]
+
+    def retrieve_paths(self, queries: list[str]) -> list[list[tuple[float, tuple[str, ...]]]]:
+        """Each query's final paths, (score, fact ids in hop order), best first: the chains the
+        beam search ranks (sum or last step's score, `beam_score`)."""
+        _, finals = self._beam_search(queries)
+        return [
+            sorted(((state.score, state.path) for state, _ in cands), key=lambda c: (-c[0], c[1]))
+            for cands in finals
+        ]
+
+    def _beam_search(self, queries: list[str]):
         beams = [[_BeamState(q, 0.0, ())] for q in queries]
         pools: list[dict[str, RetrievedFact]] = [{} for _ in queries]
         for step in range(1, self.steps + 1):
@@ -112,7 +125,7 @@ class BeamIterativeRetriever:
                         for cands in candidates
                     ]
             if step == self.steps:
-                break
+                return pools, candidates
             beams = []
             for cands in candidates:
                 best, seen = [], set()
@@ -124,4 +137,4 @@ class BeamIterativeRetriever:
                     if len(best) == self.beam_size:
                         break
                 beams.append(best)
-        return [ranked(p)[:k] for p in pools]
+        return pools, [[] for _ in queries]

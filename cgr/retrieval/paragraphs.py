@@ -1,5 +1,6 @@
-"""Paragraph retrievers for IRCoT, behind one interface: BM25 (bm25s) over title + text, and the
-package's dense encoder with a FAISS index."""
+"""Paragraph retrievers for the open-QA modes, behind one interface (`retrieve(queries, k)`):
+BM25 (bm25s) over title + text, the package's dense encoder with a FAISS index, and CGR's
+beam-iterative search over the paragraphs, which returns the best chains of paragraphs."""
 
 from __future__ import annotations
 
@@ -64,6 +65,46 @@ class DenseParagraphRetriever:
             return []
         _, positions = self.index.search(self.encoder.encode(queries), k)
         return [[self.corpus[int(i)] for i in row if i >= 0] for row in np.asarray(positions)]
+
+
+class BeamParagraphRetriever:
+    """CGR's beam-iterative retrieval (paper §2.1) over paragraphs: the question retrieves K
+    paragraphs, each "question [SEP] paragraph" K more; the K best paths by summed score are
+    kept at each step. `retrieve` returns the paragraphs of the best paths in path order (the
+    bridge paragraph, then the one it led to), without repeats, `k` in all."""
+
+    def __init__(self, corpus: list[CorpusParagraph], encoder: str = "minilm",
+                 beam_size: int = 5, steps: int = 2):  # fmt: skip
+        from cgr.data.corpus import Corpus
+        from cgr.data.records import fact_id
+        from cgr.retrieval.dense import BeamIterativeRetriever, SearchSource
+        from cgr.retrieval.encoders import TextEncoder
+        from cgr.retrieval.index import FaissIndex
+
+        self.by_id = {fact_id(p.searchable): p for p in corpus}
+        facts = Corpus(p.searchable for p in corpus)
+        self.encoder = TextEncoder(encoder, max_length=256)
+        index = FaissIndex(self.encoder.encode([f.text for f in facts]), use_gpu="auto")
+        self.beam = BeamIterativeRetriever(self.encoder, SearchSource("paragraphs", facts, index),
+                                           beam_size=beam_size, steps=steps)  # fmt: skip
+
+    def retrieve_chains(
+        self, queries: list[str]
+    ) -> list[list[tuple[float, list[CorpusParagraph]]]]:
+        """Each query's paths, best first: (score, paragraphs in hop order)."""
+        return [[(score, [self.by_id[i] for i in path]) for score, path in paths]
+                for paths in self.beam.retrieve_paths(queries)]  # fmt: skip
+
+    def retrieve(self, queries: list[str], k: int = 10) -> list[list[CorpusParagraph]]:
+        out = []
+        for paths in self.retrieve_chains(queries):
+            found: list[CorpusParagraph] = []
+            for _, paragraphs in paths:
+                found += [p for p in paragraphs if p not in found]
+                if len(found) >= k:
+                    break
+            out.append(found[:k])
+        return out
 
 
 def as_paragraph(p: CorpusParagraph) -> Paragraph:
