@@ -1,0 +1,101 @@
+"""Multi-hop paragraph retrieval without an LM: gold-paragraph recall at 2 / 5 / 10 / 15
+paragraphs of BM25 and dense retrieval with the question (OneR's retrieval) and of CGR's
+beam-iterative search over the paragraphs (`cgr ircot --method beam`), on HotpotQA,
+2WikiMultihopQA and MuSiQue, over the pooled contexts of the questions (the IRCoT setting
+without Wikipedia), with seconds per question.
+
+    .venv/bin/python benchmarks/multihop.py [--n 500] [--datasets hotpotqa 2wiki musique]
+    .venv/bin/python benchmarks/multihop.py --table
+
+Each dataset x method row is saved when it finishes (benchmarks/results/multihop-*.json).
+MuSiQue: its shared dev file has no paragraphs, so its rows use the 100-question train sample,
+as benchmarks/ircot.py does. IRCoT's own recall at its paragraph count is in that table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import load_result, machine, machines, print_table, save_result  # noqa: E402
+from benchmarks.ircot import DATASETS  # noqa: E402
+
+KS = (2, 5, 10, 15)
+METHODS = {
+    "bm25": "BM25, question (OneR)",
+    "dense": "dense MiniLM, question (OneR)",
+    "beam": "beam-iterative, K=5, T=2 (CGR)",
+}
+
+
+def retriever(method: str, corpus: list):
+    from cgr.retrieval.paragraphs import (
+        BeamParagraphRetriever,
+        BM25ParagraphRetriever,
+        DenseParagraphRetriever,
+    )
+
+    if method == "bm25":
+        return BM25ParagraphRetriever(corpus)
+    if method == "dense":
+        return DenseParagraphRetriever(corpus)
+    return BeamParagraphRetriever(corpus, beam_size=5, steps=2)
+
+
+def run_row(dataset: str, method: str, n: int) -> dict:
+    from cgr.data.loaders import load_lenient
+    from cgr.evaluation.qa_metrics import paragraph_recall
+    from cgr.retrieval.paragraphs import paragraph_corpus
+
+    questions = load_lenient(DATASETS[dataset], Counter())[:n]
+    corpus = paragraph_corpus(questions)
+    start = time.perf_counter()
+    model = retriever(method, corpus)
+    setup = time.perf_counter() - start
+    start = time.perf_counter()
+    found = model.retrieve([q.question for q in questions], max(KS))
+    seconds = (time.perf_counter() - start) / len(questions)
+    gold = [{p.title for p in q.paragraphs if p.is_supporting} for q in questions]
+    row = {"dataset": dataset, "method": method, "n": len(questions), "paragraphs": len(corpus),
+           "seconds_per_question": seconds, "setup_seconds": setup, "machine": machine()}  # fmt: skip
+    for k in KS:
+        values = [paragraph_recall([p.title for p in paragraphs[:k]], titles)
+                  for paragraphs, titles in zip(found, gold, strict=True)]  # fmt: skip
+        values = [v for v in values if v is not None]
+        row[f"recall@{k}"] = sum(values) / len(values)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=500)
+    parser.add_argument("--datasets", nargs="*", default=list(DATASETS), choices=list(DATASETS))
+    parser.add_argument("--methods", nargs="*", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--force", action="store_true", help="re-run rows that have a result")
+    parser.add_argument("--table", action="store_true", help="only print the saved rows")
+    args = parser.parse_args()
+    for dataset in args.datasets:
+        rows = []
+        for method in args.methods:
+            name = f"multihop-{dataset}-{method}-n{args.n}"
+            row = load_result(name)
+            if not args.table and (row is None or args.force):
+                row = run_row(dataset, method, args.n)
+                save_result(name, row)
+            if row is not None:
+                rows.append(row)
+        if not rows:
+            continue
+        print(f"\n{dataset}: gold-paragraph recall over the pooled contexts of the first "
+              f"{rows[0]['n']} questions ({rows[0]['paragraphs']} paragraphs), no LM; {machines(rows)}")  # fmt: skip
+        print_table(["method", *(f"recall@{k}" for k in KS), "s/question"],
+                    [[METHODS[r["method"]], *(f"{r[f'recall@{k}']:.3f}" for k in KS),
+                      f"{r['seconds_per_question']:.3f}"] for r in rows])  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
