@@ -1,6 +1,7 @@
 """Multi-hop paragraph retrieval without an LM: gold-paragraph recall at 2 / 5 / 10 / 15
-paragraphs of BM25 and dense retrieval with the question (OneR's retrieval) and of CGR's
-beam-iterative search over the paragraphs (`cgr ircot --method beam`), on HotpotQA,
+paragraphs of BM25 and dense retrieval with the question (OneR's retrieval), of CGR's
+beam-iterative search over the paragraphs (`cgr ircot --method beam`) and of chain-guided hops
+(`--method chains`: the AMR concept a first paragraph adds to the question), on HotpotQA,
 2WikiMultihopQA and MuSiQue, over the pooled contexts of the questions (the IRCoT setting
 without Wikipedia), with seconds per question.
 
@@ -29,6 +30,7 @@ METHODS = {
     "bm25": "BM25, question (OneR)",
     "dense": "dense MiniLM, question (OneR)",
     "beam": "beam-iterative, K=5, T=2 (CGR)",
+    "chains": "chain-guided hops, K=5 (AMR frontier concept)",
 }
 
 
@@ -43,6 +45,10 @@ def retriever(method: str, corpus: list):
         return BM25ParagraphRetriever(corpus)
     if method == "dense":
         return DenseParagraphRetriever(corpus)
+    if method == "chains":
+        from cgr.chains.hops import ChainHopRetriever
+
+        return ChainHopRetriever(corpus, beam_size=5)
     return BeamParagraphRetriever(corpus, beam_size=5, steps=2)
 
 

@@ -20,6 +20,8 @@ def surface_word(concept: str, texts: list[str]) -> str:
     """The concept as written in the facts it links ("measur" -> "measure"): the shortest word
     of the texts that starts with the concept key (or that the key starts with); else the key."""
     key = concept.lower().replace("_", " ").split("-")[0]
+    if not key.strip():  # a link without a concept (beam paths link by vectors)
+        return ""
     found = [
         w
         for text in texts

@@ -60,6 +60,23 @@ def build_parser():
     return parser
 
 
+def chain_prediction(record: dict, corpus: list) -> dict:
+    """An open-QA prediction as the chains page draws a multiple-choice one: the answer is the
+    one choice, its chains run question -> paragraph -> paragraph -> answer."""
+    texts = {p.title: p.text for p in corpus}
+    chains = [c for step in record["steps"] for c in step.get("chains", [])]
+    answer = record["prediction"] or ""
+    drawn = [{"facts": c["paragraphs"], "texts": [f"{t}: {texts.get(t, '')}" for t in c["paragraphs"]],
+              "links": [*(c["links"] or [""] * len(c["paragraphs"])), ""]} for c in chains]  # fmt: skip
+    read = [{"fact_id": t, "text": f"{t}: {texts.get(t, '')}", "step": 1, "source": "corpus"}
+            for t in record["paragraphs"]]  # fmt: skip
+    correct = bool(record["em"]) if record["gold_answers"] else None
+    choice = {"label": "A", "text": answer, "score": record["f1"], "hypothesis": record["question"],
+              "chains": drawn, "facts": read}  # fmt: skip
+    return {"id": record["id"], "question": record["question"], "predicted": "A",
+            "answer": "A" if correct else None, "correct": correct, "choices": [choice]}  # fmt: skip
+
+
 def main(argv: list[str]) -> int:
     from cgr.ircot.demos import PromptBuilder, load_demonstrations
     from cgr.retrieval.paragraphs import (
@@ -93,6 +110,10 @@ def main(argv: list[str]) -> int:
         retriever = BeamParagraphRetriever(
             corpus, args.dense_encoder, loop.beam_size, loop.beam_steps
         )
+    elif loop.method == "chains":
+        from cgr.chains.hops import ChainHopRetriever
+
+        retriever = ChainHopRetriever(corpus, args.dense_encoder, loop.beam_size)
     elif loop.method != "nor":
         retriever = (
             BM25ParagraphRetriever(corpus)
@@ -117,6 +138,11 @@ def main(argv: list[str]) -> int:
     chunk = 1 if gen_cfg.backend == "llamacpp" else max(8, gen_cfg.batch_size)
     records = run_in_chunks(runner, questions, partial, chunk)
     atomic_write_text(out / "predictions.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+    if loop.method in {"beam", "chains"}:
+        from cgr.chains.export import write_exports
+
+        _, page = write_exports([chain_prediction(r, corpus) for r in records], out / "chains")
+        print(f"chains: {page} (open it in a browser)")
     partial.unlink(missing_ok=True)
     counters.update(runner.counters)
     n = max(1, len(records))

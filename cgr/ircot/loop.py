@@ -19,18 +19,20 @@ from cgr.data.records import OpenQuestion, Paragraph
 from cgr.evaluation.qa_metrics import exact_match, f1_score, paragraph_recall
 from cgr.generation.generator import Generator
 from cgr.ircot.demos import PromptBuilder, extract_answer
-from cgr.retrieval.paragraphs import as_paragraph
+from cgr.retrieval.paragraphs import as_paragraph, paragraphs_of
 from cgr.validation import at_least, one_of
 
-METHODS = ("ircot", "oner", "nor", "beam")
+METHODS = ("ircot", "oner", "nor", "beam", "chains")
 
 
 @dataclass
 class LoopConfig:
-    method: Literal["ircot", "oner", "nor", "beam"] = "ircot"
+    method: Literal["ircot", "oner", "nor", "beam", "chains"] = "ircot"
     k: int = 4
-    # beam: CGR's beam-iterative search over the paragraphs (beam_size paths, beam_steps hops),
-    # then the OneR reader over the k paragraphs of the best paths; no LM call while retrieving
+    # beam: CGR's beam-iterative search over the paragraphs (beam_size paths, beam_steps hops);
+    # chains: hops guided by AMR concepts (the bridge concept a first paragraph adds to the
+    # question); both then read the k paragraphs of the best chains with the OneR reader, and
+    # call no LM while retrieving
     beam_size: int = 5
     beam_steps: int = 2
     max_steps: int = 8
@@ -99,22 +101,29 @@ class IRCoTRunner:
         self.counters: Counter[str] = Counter()
 
     def _retrieve(self, states: list[QuestionState], queries: list[str]) -> None:
-        results = (
-            self.retriever.retrieve(queries, self.cfg.k)
-            if self.retriever
-            else [[] for _ in queries]
-        )
-        for state, query, found in zip(states, queries, results, strict=True):
+        chains: list[list] = [[] for _ in queries]
+        if hasattr(self.retriever, "retrieve_chains"):  # beam / chains: keep why each came
+            chains = self.retriever.retrieve_chains(queries)
+            results = [paragraphs_of(c, self.cfg.k) for c in chains]
+        elif self.retriever:
+            results = self.retriever.retrieve(queries, self.cfg.k)
+        else:
+            results = [[] for _ in queries]
+        for state, query, found, why in zip(states, queries, results, chains, strict=True):
             if not found:
                 self.counters["empty_retrievals"] += 1
-            state.steps.append(
-                {"query": query, "retrieved": state.add(found, self.cfg, self.counters)}
-            )
+            step = {"query": query, "retrieved": state.add(found, self.cfg, self.counters)}
+            if why:  # the chains behind the paragraphs read (the best, as many as gave them)
+                used = {p.title for p in found}
+                step["chains"] = [
+                    c.to_dict() for c in why if {p.title for p in c.paragraphs} <= used
+                ]
+            state.steps.append(step)
 
     def run(self, questions: list[OpenQuestion]) -> list[dict]:
         start = time.perf_counter()
         states = [QuestionState(q) for q in questions]
-        if self.cfg.method in {"ircot", "oner", "beam"}:
+        if self.cfg.method in {"ircot", "oner", "beam", "chains"}:
             self._retrieve(states, [s.question.question for s in states])
         if self.cfg.method == "ircot":
             for _ in range(self.cfg.max_steps):

@@ -21,6 +21,31 @@ class CorpusParagraph:
         return f"{self.title} {self.text}"
 
 
+@dataclass
+class ParagraphChain:
+    """Paragraphs in hop order with the concept into each (empty when the retriever has none)
+    and the path's score; `grounded`: the last paragraph writes the concept that led to it."""
+
+    paragraphs: tuple[CorpusParagraph, ...]
+    links: tuple[str, ...]
+    score: float
+    grounded: bool = False
+
+    def to_dict(self) -> dict:
+        return {"paragraphs": [p.title for p in self.paragraphs], "links": list(self.links),
+                "score": round(self.score, 4), "grounded": self.grounded}  # fmt: skip
+
+
+def paragraphs_of(chains: list[ParagraphChain], k: int) -> list[CorpusParagraph]:
+    """The paragraphs of the chains, best chain first and in hop order, without repeats."""
+    found: list[CorpusParagraph] = []
+    for chain in chains:
+        found += [p for p in chain.paragraphs if p not in found]
+        if len(found) >= k:
+            break
+    return found[:k]
+
+
 def paragraph_corpus(questions: list[OpenQuestion]) -> list[CorpusParagraph]:
     """The pooled, de-duplicated contexts of a dataset (the IRCoT setting without Wikipedia)."""
     seen: dict[tuple[str, str], CorpusParagraph] = {}
@@ -60,11 +85,16 @@ class DenseParagraphRetriever:
         self.encoder = TextEncoder(encoder, max_length=256)
         self.index = FaissIndex(self.encoder.encode([p.searchable for p in corpus]), use_gpu="auto")
 
-    def retrieve(self, queries: list[str], k: int = 10) -> list[list[CorpusParagraph]]:
+    def search(self, queries: list[str], k: int = 10) -> list[list[tuple[float, CorpusParagraph]]]:
+        """Each query's k best paragraphs with their cosine scores, best first."""
         if not queries:
             return []
-        _, positions = self.index.search(self.encoder.encode(queries), k)
-        return [[self.corpus[int(i)] for i in row if i >= 0] for row in np.asarray(positions)]
+        scores, positions = self.index.search(self.encoder.encode(queries), k)
+        return [[(float(s), self.corpus[int(i)]) for s, i in zip(srow, row, strict=True) if i >= 0]
+                for srow, row in zip(np.asarray(scores), np.asarray(positions), strict=True)]  # fmt: skip
+
+    def retrieve(self, queries: list[str], k: int = 10) -> list[list[CorpusParagraph]]:
+        return [[p for _, p in hits] for hits in self.search(queries, k)]
 
 
 class BeamParagraphRetriever:
@@ -88,23 +118,13 @@ class BeamParagraphRetriever:
         self.beam = BeamIterativeRetriever(self.encoder, SearchSource("paragraphs", facts, index),
                                            beam_size=beam_size, steps=steps)  # fmt: skip
 
-    def retrieve_chains(
-        self, queries: list[str]
-    ) -> list[list[tuple[float, list[CorpusParagraph]]]]:
-        """Each query's paths, best first: (score, paragraphs in hop order)."""
-        return [[(score, [self.by_id[i] for i in path]) for score, path in paths]
-                for paths in self.beam.retrieve_paths(queries)]  # fmt: skip
+    def retrieve_chains(self, queries: list[str]) -> list[list[ParagraphChain]]:
+        """Each query's paths, best first (no concepts: the beam links by vectors)."""
+        return [[ParagraphChain(tuple(self.by_id[i] for i in path), (), score)
+                 for score, path in paths] for paths in self.beam.retrieve_paths(queries)]  # fmt: skip
 
     def retrieve(self, queries: list[str], k: int = 10) -> list[list[CorpusParagraph]]:
-        out = []
-        for paths in self.retrieve_chains(queries):
-            found: list[CorpusParagraph] = []
-            for _, paragraphs in paths:
-                found += [p for p in paragraphs if p not in found]
-                if len(found) >= k:
-                    break
-            out.append(found[:k])
-        return out
+        return [paragraphs_of(chains, k) for chains in self.retrieve_chains(queries)]
 
 
 def as_paragraph(p: CorpusParagraph) -> Paragraph:

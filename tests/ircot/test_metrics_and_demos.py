@@ -100,3 +100,22 @@ def test_bm25_paragraph_retrieval_over_pooled_contexts(tmp_path):
         ["Which river flows through Tamberg?", "zzz"], k=2
     )
     assert found[0][0].title == "Tamberg" and found[1] == []
+
+
+def test_an_open_qa_prediction_draws_on_the_chains_page():
+    from cgr.chains.export import page_record
+    from cgr.ircot.commands import chain_prediction
+    from cgr.retrieval.paragraphs import CorpusParagraph
+
+    corpus = [CorpusParagraph("Zorbland", "Its capital is Quixville."),
+              CorpusParagraph("Quixville", "Quixville has the Blue Heron Tower.")]  # fmt: skip
+    chain = {"paragraphs": ["Zorbland", "Quixville"], "links": ["capital", "quixville"],
+             "score": 1.2, "grounded": True}  # fmt: skip
+    record = {"id": "z1", "question": "Which tower is in Zorbland's capital?", "prediction": "Blue Heron Tower",
+              "gold_answers": ["Blue Heron Tower"], "em": 1.0, "f1": 1.0, "paragraphs": ["Zorbland", "Quixville"],
+              "steps": [{"query": "q", "retrieved": ["Zorbland", "Quixville"], "chains": [chain]}]}  # fmt: skip
+    page = page_record(chain_prediction(record, corpus))
+    (choice,) = page["choices"]
+    assert page["correct"] is True and choice["chains"] == 1 and choice["read"] == 2
+    words = [edge[2] for edge in choice["graph"]["edges"]]
+    assert words == ["capital", "Quixville", ""]  # concepts as written; no concept into the answer

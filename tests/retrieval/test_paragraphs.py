@@ -33,10 +33,13 @@ def beam():
 
 def test_paths_are_chains_of_two_paragraphs_best_first(beam):
     (paths,) = beam.retrieve_chains([QUESTION])
-    scores = [score for score, _ in paths]
+    scores = [path.score for path in paths]
     assert scores == sorted(scores, reverse=True)
-    assert all(len(chain) == 2 and chain[0] != chain[1] for _, chain in paths)
-    assert [p.title for p in paths[0][1]] == ["Zorbland", "Quixville"]  # bridge, then its target
+    assert all(len(p.paragraphs) == 2 and p.paragraphs[0] != p.paragraphs[1] for p in paths)
+    assert [p.title for p in paths[0].paragraphs] == [
+        "Zorbland",
+        "Quixville",
+    ]  # bridge, then target
 
 
 def test_the_bridge_paragraph_leads_to_the_answer_paragraph(beam):

@@ -1,0 +1,86 @@
+"""Chain-guided hops over paragraphs (open multi-hop QA): the question and the paragraphs it
+retrieves are parsed into AMR concepts, as facts are on OpenBookQA; a concept that a retrieved
+paragraph reaches but the question does not is the chain's frontier (the bridge entity, e.g. the
+city a country paragraph names), and the next hop's query is the question with that concept.
+
+A chain here is question -[shared concept]-> paragraph 1 -[frontier concept]-> paragraph 2; the
+chains are ranked by the summed retrieval scores, chains whose second paragraph writes the
+frontier concept first. No language model runs while retrieving."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from cgr.amr.parsers import AMRConfig, CachedParser
+from cgr.chains.concepts import amr_concepts
+from cgr.retrieval.paragraphs import (
+    CorpusParagraph,
+    DenseParagraphRetriever,
+    ParagraphChain,
+    paragraphs_of,
+)
+
+
+class ChainHopRetriever:
+    """`frontier`: frontier concepts tried per first-hop paragraph (each one query)."""
+
+    def __init__(self, corpus: list[CorpusParagraph], encoder: str = "minilm", beam_size: int = 5,
+                 frontier: int = 2, amr: AMRConfig | None = None):  # fmt: skip
+        self.dense = DenseParagraphRetriever(corpus, encoder)
+        self.beam_size, self.frontier = beam_size, frontier
+        self.parser = CachedParser(amr or AMRConfig(), progress=False)
+
+    def _concepts(self, texts: list[str]) -> list[set[str]]:
+        return [amr_concepts(g).concepts for g in self.parser.parse(texts)]
+
+    def retrieve_chains(self, queries: list[str]) -> list[list[ParagraphChain]]:
+        first = self.dense.search(queries, self.beam_size)
+        unique = list({p: None for hits in first for _, p in hits})
+        concepts = dict(zip(unique, self._concepts([p.searchable for p in unique]), strict=True))
+        asked = self._concepts(queries)
+        plans = []  # (question index, first score, first paragraph, shared concept, frontier)
+        for qi, (hits, known) in enumerate(zip(first, asked, strict=True)):
+            seen = Counter(c for _, p in hits for c in concepts[p])
+            for s1, p1 in hits:
+                shared = sorted(concepts[p1] & known, key=lambda c: (seen[c], c))
+                for concept in frontier_concepts(p1, concepts[p1] - known, seen)[: self.frontier]:
+                    plans.append((qi, s1, p1, shared[0] if shared else "", concept))
+        second = self.dense.search([f"{queries[qi]} {c}" for qi, *_, c in plans], self.beam_size)
+        chains: list[list[ParagraphChain]] = [[] for _ in queries]
+        for (qi, s1, p1, shared, concept), hits in zip(plans, second, strict=True):
+            for s2, p2 in hits:
+                if p2 != p1:
+                    grounded = concept in f"{p2.title} {p2.text}".lower()
+                    chains[qi].append(
+                        ParagraphChain((p1, p2), (shared, concept), s1 + s2, grounded)
+                    )
+        for qi, hits in enumerate(first):  # a question with no frontier keeps its first hop
+            if not chains[qi]:
+                chains[qi] = [ParagraphChain((p,), ("",), s, False) for s, p in hits]
+        return [sorted(c, key=lambda c: (not c.grounded, -c.score)) for c in chains]
+
+    def retrieve(self, queries: list[str], k: int = 10) -> list[list[CorpusParagraph]]:
+        return [paragraphs_of(chains, k) for chains in self.retrieve_chains(queries)]
+
+
+_CAPITALISED = re.compile(r"\b[A-Z][\w'-]*")
+
+
+def frontier_concepts(paragraph: CorpusParagraph, candidates: set[str], seen: Counter) -> list[str]:
+    """A first-hop paragraph's concepts the question lacks, most bridge-like first: names
+    (written capitalised in the paragraph, not its own title), then the concepts fewest of the
+    question's first-hop paragraphs share (specific, not topical), then by first mention."""
+    text = f"{paragraph.title}. {paragraph.text}"
+    lowered = text.lower()
+    names = {m.group(0).lower() for m in _CAPITALISED.finditer(paragraph.text)}
+
+    def is_name(concept: str) -> bool:
+        return concept.split()[0] in names and concept != paragraph.title.lower()
+
+    def position(concept: str) -> int:
+        found = lowered.find(concept)
+        return found if found >= 0 else len(lowered)
+
+    usable = [c for c in candidates if not c.isdigit() and len(c) > 2]
+    return sorted(usable, key=lambda c: (not is_name(c), seen[c], position(c), c))

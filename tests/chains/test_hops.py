@@ -1,0 +1,35 @@
+"""Chain-guided hops over paragraphs: the AMR concept a first paragraph adds to the question
+(the bridge) leads the second hop, with the real embedded parser and MiniLM."""
+
+from collections import Counter
+
+import pytest
+
+from cgr.amr.parsers import AMRConfig
+from cgr.chains.hops import ChainHopRetriever, frontier_concepts
+from cgr.retrieval.paragraphs import CorpusParagraph
+from tests.retrieval.test_paragraphs import CORPUS, QUESTION
+
+
+@pytest.fixture(scope="module")
+def hops(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("amr") / "amr.sqlite"
+    return ChainHopRetriever(CORPUS, beam_size=3, amr=AMRConfig(cache=str(cache)))
+
+
+def test_the_bridge_concept_leads_to_the_second_paragraph(hops):
+    (chains,) = hops.retrieve_chains([QUESTION])
+    best = chains[0]
+    assert [p.title for p in best.paragraphs] == ["Zorbland", "Quixville"]
+    assert best.links[1] == "quixville" and best.grounded  # the frontier, written in paragraph 2
+    assert best.to_dict()["paragraphs"] == ["Zorbland", "Quixville"]
+    (found,) = hops.retrieve([QUESTION], k=2)
+    assert [p.title for p in found] == ["Zorbland", "Quixville"]
+
+
+def test_names_come_first_among_frontier_concepts():
+    paragraph = CorpusParagraph(
+        "Zorbland", "Zorbland is an island whose capital city is Quixville."
+    )
+    ranked = frontier_concepts(paragraph, {"island", "city", "quixville", "1703"}, Counter())
+    assert ranked[0] == "quixville" and "1703" not in ranked
