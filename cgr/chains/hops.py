@@ -84,3 +84,21 @@ def frontier_concepts(paragraph: CorpusParagraph, candidates: set[str], seen: Co
 
     usable = [c for c in candidates if not c.isdigit() and len(c) > 2]
     return sorted(usable, key=lambda c: (not is_name(c), seen[c], position(c), c))
+
+
+class FrontierFinder:
+    """For chain-guided IRCoT (`loop.query: chains | both`): the next frontier concept of a
+    question's paragraphs so far, latest paragraphs first, one not used by an earlier step."""
+
+    def __init__(self, amr: AMRConfig | None = None):
+        self.parser = CachedParser(amr or AMRConfig(), progress=False)
+
+    def next(self, question: str, paragraphs: list, used: set[str]) -> str | None:
+        texts = [question, *(f"{p.title}. {p.text}" for p in paragraphs)]
+        known, *found = [amr_concepts(g).concepts for g in self.parser.parse(texts)]
+        seen = Counter(c for concepts in found for c in concepts)
+        for paragraph, concepts in reversed(list(zip(paragraphs, found, strict=True))):
+            for concept in frontier_concepts(paragraph, concepts - known, seen):
+                if concept not in used:
+                    return concept
+        return None

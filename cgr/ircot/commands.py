@@ -131,7 +131,13 @@ def main(argv: list[str]) -> int:
     direct = (
         prompts("direct") if loop.reader == "cot" and loop.answer_fallback == "direct" else None
     )
-    runner = IRCoTRunner(retriever, generator, prompts("cot"), prompts(loop.reader), loop, direct)
+    frontier = None
+    if loop.method == "ircot" and loop.query != "cot":
+        from cgr.chains.hops import FrontierFinder
+
+        frontier = FrontierFinder()
+    runner = IRCoTRunner(retriever, generator, prompts("cot"), prompts(loop.reader), loop, direct,
+                         frontier)  # fmt: skip
     partial = partial_results(out, argv)
     # llama.cpp keeps one prompt cache: a question's steps run back to back there, so each step
     # reuses the previous prompt (demonstrations and paragraphs), not only the demonstrations

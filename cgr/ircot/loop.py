@@ -35,6 +35,9 @@ class LoopConfig:
     # call no LM while retrieving
     beam_size: int = 5
     beam_steps: int = 2
+    # IRCoT's query at each step: the new CoT sentence (the paper), the question with the chain
+    # frontier (a concept the paragraphs so far add to the question, cgr.chains.hops), or both
+    query: Literal["cot", "chains", "both"] = "cot"
     max_steps: int = 8
     max_paragraphs: int = 15
     skip_paragraph_words: int = 600  # IRCoT skips paragraphs longer than this
@@ -48,6 +51,7 @@ class LoopConfig:
     def __post_init__(self) -> None:
         one_of("loop.method", self.method, METHODS)
         one_of("loop.reader", self.reader, ("cot", "direct"))
+        one_of("loop.query", self.query, ("cot", "chains", "both"))
         one_of("loop.answer_fallback", self.answer_fallback, ("direct", "first_line"))
         at_least("loop.fallback_max_new_tokens", self.fallback_max_new_tokens, 1)
         for name in (
@@ -74,6 +78,7 @@ class QuestionState:
     steps: list[dict] = field(default_factory=list)
     done: bool = False
     generated_tokens: int = 0
+    frontier_used: set[str] = field(default_factory=set)
 
     def add(self, found, cfg: LoopConfig, counters: Counter) -> list[str]:
         added = []
@@ -93,9 +98,11 @@ class QuestionState:
 
 class IRCoTRunner:
     def __init__(self, retriever, generator: Generator, cot_prompts: PromptBuilder, reader_prompts: PromptBuilder,
-                 cfg: LoopConfig, direct_prompts: PromptBuilder | None = None):  # fmt: skip
-        """`direct_prompts`: the direct-answer prompts of the "answer is" fallback (cot reader)."""
+                 cfg: LoopConfig, direct_prompts: PromptBuilder | None = None, frontier=None):  # fmt: skip
+        """`direct_prompts`: the direct-answer prompts of the "answer is" fallback (cot reader);
+        `frontier`: a cgr.chains.hops.FrontierFinder, for `loop.query` chains / both."""
         self.retriever, self.generator, self.cfg = retriever, generator, cfg
+        self.frontier = frontier
         self.cot_prompts, self.reader_prompts = cot_prompts, reader_prompts
         self.direct_prompts = direct_prompts
         self.counters: Counter[str] = Counter()
@@ -149,13 +156,25 @@ class IRCoTRunner:
                     s for s in active if not s.done and len(s.paragraphs) < self.cfg.max_paragraphs
                 ]
                 if still:
-                    self._retrieve(still, [s.cot[-1] for s in still])
+                    self._retrieve(still, [self._step_query(s) for s in still])
             self.counters["never_said_answer_is"] += sum(
                 "answer is" not in " ".join(s.cot).lower() for s in states
             )
         answers = self._read(states)
         seconds = (time.perf_counter() - start) / max(1, len(states))
         return [self._record(s, a, seconds) for s, a in zip(states, answers, strict=True)]
+
+    def _step_query(self, state: QuestionState) -> str:
+        """The retrieval query after a reasoning step (`loop.query`)."""
+        if self.cfg.query == "cot" or self.frontier is None:
+            return state.cot[-1]
+        concept = self.frontier.next(state.question.question, state.paragraphs, state.frontier_used)
+        if concept is None:
+            self.counters["steps_without_frontier"] += 1
+            return state.cot[-1]
+        state.frontier_used.add(concept)
+        base = state.question.question if self.cfg.query == "chains" else state.cot[-1]
+        return f"{base} {concept}"
 
     def _read(self, states: list[QuestionState]) -> list[str]:
         prompts = [self.reader_prompts.build(s.question.question, s.paragraphs) for s in states]

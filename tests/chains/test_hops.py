@@ -33,3 +33,30 @@ def test_names_come_first_among_frontier_concepts():
     )
     ranked = frontier_concepts(paragraph, {"island", "city", "quixville", "1703"}, Counter())
     assert ranked[0] == "quixville" and "1703" not in ranked
+
+
+def test_chain_guided_ircot_queries_add_the_next_frontier_concept(tmp_path):
+    from cgr.chains.hops import FrontierFinder
+    from cgr.data.records import OpenQuestion, Paragraph
+    from cgr.ircot.loop import IRCoTRunner, LoopConfig, QuestionState
+
+    finder = FrontierFinder(AMRConfig(cache=str(tmp_path / "amr.sqlite")))
+    question = OpenQuestion("z1", QUESTION, ["Blue Heron Tower"], [])
+    state = QuestionState(
+        question, [Paragraph("Zorbland", CORPUS[0].text)], ["Zorbland is an island."]
+    )
+    queries = {}
+    for query in ("cot", "chains", "both"):
+        runner = IRCoTRunner(None, None, None, None, LoopConfig(query=query), frontier=finder)
+        state.frontier_used = set()
+        queries[query] = runner._step_query(state)
+    assert queries["cot"] == "Zorbland is an island."
+    assert queries["chains"] == f"{QUESTION} quixville"
+    assert queries["both"] == "Zorbland is an island. quixville"
+    state.frontier_used = {"quixville"}  # a concept is used once; the next one follows
+    assert (
+        IRCoTRunner(
+            None, None, None, None, LoopConfig(query="chains"), frontier=finder
+        )._step_query(state)
+        != f"{QUESTION} quixville"
+    )
