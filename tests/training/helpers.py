@@ -14,7 +14,8 @@ def tiny_config(tmp_path, model_class: str = "cgr.training.module.ReaderModule",
                 trainer_args=None, data_args=None, **retrieval) -> Path:  # fmt: skip
     config = resolved_config(ROOT / "configs" / "default.yaml")
     config["trainer"].update(max_epochs=1, limit_train_batches=3, default_root_dir=str(tmp_path / "logs"),
-                             enable_progress_bar=False, log_every_n_steps=1)  # fmt: skip
+                             enable_progress_bar=False, log_every_n_steps=1,
+                             precision="32-true")  # the reference numerics, whatever the quickstart uses  # fmt: skip
     config["trainer"]["logger"] = [{"class_path": "pytorch_lightning.loggers.CSVLogger",
                                     "init_args": {"save_dir": str(tmp_path / "logs"), "name": "run"}}]  # fmt: skip
     for callback in config["trainer"]["callbacks"]:
@@ -27,6 +28,8 @@ def tiny_config(tmp_path, model_class: str = "cgr.training.module.ReaderModule",
     keep = {"reader_model", "max_length", "lr", "weight_decay", "warmup_ratio"}
     if model_class.endswith("ReaderModule"):
         init = {k: v for k, v in init.items() if k in keep}
+    else:  # a refresh after every epoch, as the tests' two-epoch runs expect
+        init["refresh_evidence_every_n_epochs"] = 1
     init["max_length"] = 64
     init.update(model_args or {})
     config["model"] = {"class_path": model_class, "init_args": init}
