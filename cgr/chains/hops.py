@@ -37,8 +37,9 @@ class ChainHopRetriever:
     def _concepts(self, texts: list[str]) -> list[set[str]]:
         return [amr_concepts(g).concepts for g in self.parser.parse(texts)]
 
-    def retrieve_chains(self, queries: list[str]) -> list[list[ParagraphChain]]:
-        first = self.dense.search(queries, self.beam_size)
+    def retrieve_chains(self, queries: list[str], first=None) -> list[list[ParagraphChain]]:
+        """`first`: the questions' dense hits when the caller has them (beam_size or more)."""
+        first = [h[: self.beam_size] for h in first or self.dense.search(queries, self.beam_size)]
         unique = list({p: None for hits in first for _, p in hits})
         concepts = dict(zip(unique, self._concepts([p.searchable for p in unique]), strict=True))
         asked = self._concepts(queries)
@@ -72,9 +73,8 @@ class ChainHopRetriever:
         """The chains' paragraphs (the question's best first paragraph, the one its best chain
         leads to, ...), then the question's own next dense paragraphs up to `k`."""
         out = []
-        for chains, hits in zip(
-            self.retrieve_chains(queries), self.dense.search(queries, k), strict=True
-        ):
+        searched = self.dense.search(queries, max(k, self.beam_size))  # once, for both uses
+        for chains, hits in zip(self.retrieve_chains(queries, searched), searched, strict=True):
             found = paragraphs_of(chains, k)
             out.append((found + [p for _, p in hits if p not in found])[:k])
         return out
