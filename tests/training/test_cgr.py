@@ -163,8 +163,9 @@ def grad_norm(module: torch.nn.Module) -> float:
     ).item()
 
 
+@pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("clipping", ["each", "joint"])
-def test_gradient_clipping_each_model_keeps_the_reader_step(clipping):
+def test_gradient_clipping_each_model_keeps_the_reader_step(clipping, fused):
     """With `each`, a large query-encoder gradient no longer shrinks the reader's step."""
     from cgr.chains.search import Chain
     from cgr.reader.examples import ReaderExample
@@ -187,7 +188,8 @@ def test_gradient_clipping_each_model_keeps_the_reader_step(clipping):
     reader, query = grad_norm(module.reader), grad_norm(module.query_encoder)
     assert query > 10 * max(reader, 1.0)
     module.trainer = pl.Trainer(accelerator="cpu", logger=False, enable_checkpointing=False)
-    optimizer = torch.optim.AdamW(module.parameter_groups())
+    # fused: clipped by the module itself (Lightning refuses fused optimizers), the same norms
+    optimizer = torch.optim.AdamW(module.parameter_groups(), fused=fused)
     module.configure_gradient_clipping(optimizer, 1.0, "norm")
     if clipping == "each":
         assert grad_norm(module.reader) == pytest.approx(min(reader, 1.0), rel=1e-4)
@@ -299,3 +301,21 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     final = torch.load(last, map_location="cpu", weights_only=False)
     assert final["global_step"] == 12 and final["epoch"] == 2
     assert final["optimizer_states"] and final["lr_schedulers"]
+
+
+@pytest.mark.parametrize(
+    "precision, strategy, devices, fused",
+    [("32-true", "single", {"cpu"}, True), ("bf16-mixed", "ddp", {"cuda"}, True),
+     ("16-mixed", "single", {"cuda"}, False), ("bf16-mixed", "fsdp", {"cuda"}, False),
+     ("bf16-mixed", "single", {"mps"}, False)],
+)  # fmt: skip
+def test_fused_adamw_only_where_gradients_arrive_unscaled_and_whole(
+    precision, strategy, devices, fused
+):
+    from pytorch_lightning.strategies import DDPStrategy, FSDPStrategy, SingleDeviceStrategy
+
+    from cgr.training.module import fused_adamw_fits
+
+    kinds = {"single": SingleDeviceStrategy, "ddp": DDPStrategy, "fsdp": FSDPStrategy}
+    chosen = kinds[strategy].__new__(kinds[strategy])  # the type is all that is asked
+    assert fused_adamw_fits(precision, chosen, devices) is fused

@@ -112,3 +112,12 @@ def test_no_chains_switch_reads_the_plain_pool(trained, capsys, tmp_path):
     assert all(ch["chains"] == [] for r in rows for ch in r["choices"])
     # the facts read: at most max_evidence (4) of the pool, whole, as many as fit in max_length
     assert all(1 <= len(ch["facts"]) <= 4 for r in rows for ch in r["choices"])
+
+
+def test_bf16_with_gradient_clipping_trains_with_the_fused_optimizer(tmp_path, capsys):
+    """The quickstart's settings (bf16-mixed, clipping): Lightning's own clipping refuses a fused
+    optimizer under mixed precision, so the module clips; a reader run goes through."""
+    args = {"precision": "bf16-mixed", "gradient_clip_val": 1.0, "limit_val_batches": 1}
+    config = tiny_config(tmp_path, trainer_args=args)
+    assert main(["train", "--config", str(config)]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("accuracy: ")
