@@ -3,7 +3,9 @@ paragraphs of BM25 and dense retrieval with the question (OneR's retrieval), of 
 beam-iterative search over the paragraphs (`cgr ircot --method beam`) and of chain-guided hops
 (`--method chains`: the AMR concept a first paragraph adds to the question), on HotpotQA,
 2WikiMultihopQA and MuSiQue, over the pooled contexts of the questions (the IRCoT setting
-without Wikipedia), with seconds per question.
+without Wikipedia), with seconds per question; split by the dataset's own question types where it
+labels them (2Wiki: comparison, bridge_comparison, compositional, inference; MuSiQue: 2/3/4 hops;
+HotpotQA's `type` when the file is in the official format; IRCoT's processed file has none).
 
     .venv/bin/python benchmarks/multihop.py [--n 500] [--datasets hotpotqa 2wiki musique]
     .venv/bin/python benchmarks/multihop.py --table
@@ -68,12 +70,24 @@ def run_row(dataset: str, method: str, n: int) -> dict:
     gold = [{p.title for p in q.paragraphs if p.is_supporting} for q in questions]
     row = {"dataset": dataset, "method": method, "n": len(questions), "paragraphs": len(corpus),
            "seconds_per_question": seconds, "setup_seconds": setup, "machine": machine()}  # fmt: skip
-    for k in KS:
-        values = [paragraph_recall([p.title for p in paragraphs[:k]], titles)
-                  for paragraphs, titles in zip(found, gold, strict=True)]  # fmt: skip
-        values = [v for v in values if v is not None]
-        row[f"recall@{k}"] = sum(values) / len(values)
+    recalls = {k: [paragraph_recall([p.title for p in paragraphs[:k]], titles)
+                   for paragraphs, titles in zip(found, gold, strict=True)] for k in KS}  # fmt: skip
+    row.update(recall_columns(recalls, range(len(questions))))
+    kinds = sorted({q.kind for q in questions} - {""})
+    if kinds:  # the dataset's own question types (2Wiki's four, MuSiQue's hop counts)
+        row["by_kind"] = {kind: recall_columns(recalls, [i for i, q in enumerate(questions) if q.kind == kind])
+                          for kind in kinds}  # fmt: skip
     return row
+
+
+def recall_columns(recalls: dict[int, list[float | None]], indices) -> dict:
+    """Mean recall@k over the questions at `indices` that have gold paragraphs, and their count."""
+    columns: dict = {}
+    for k, values in recalls.items():
+        kept = [values[i] for i in indices if values[i] is not None]
+        columns[f"recall@{k}"] = sum(kept) / len(kept) if kept else float("nan")
+        columns["questions"] = len(kept)
+    return columns
 
 
 def main() -> None:
@@ -101,6 +115,17 @@ def main() -> None:
         print_table(["method", *(f"recall@{k}" for k in KS), "s/question"],
                     [[METHODS[r["method"]], *(f"{r[f'recall@{k}']:.3f}" for k in KS),
                       f"{r['seconds_per_question']:.3f}"] for r in rows])  # fmt: skip
+        by_kind = [r for r in rows if "by_kind" in r]
+        if by_kind:
+            print(f"\n{dataset}, by the dataset's question type:")
+            print_table(["question type", "n", "method", *(f"recall@{k}" for k in KS)],
+                        [[kind, c["questions"], METHODS[r["method"]], *(f"{c[f'recall@{k}']:.3f}" for k in KS)]
+                         for kind in sorted({k for r in by_kind for k in r["by_kind"]})
+                         for r in by_kind if (c := r["by_kind"].get(kind))])  # fmt: skip
+        elif not args.table or rows:
+            print(
+                f"({dataset}: the file labels no question types; HotpotQA's official format's `type` is read)"
+            )
 
 
 if __name__ == "__main__":

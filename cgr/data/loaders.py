@@ -7,6 +7,7 @@ on the first malformed record, so a user never trains on half a file without kno
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -189,7 +190,18 @@ def parse_open_question(obj: dict, path: str, lineno: int | None) -> OpenQuestio
                 paragraphs.append(
                     Paragraph(title, " ".join(s.strip() for s in sents), title in supporting)
                 )
-    return OpenQuestion(qid, question.strip(), _answer_list(obj, path, lineno), paragraphs, path)
+    answers = _answer_list(obj, path, lineno)
+    return OpenQuestion(qid, question.strip(), answers, paragraphs, path, question_kind(obj, qid))
+
+
+def question_kind(obj: dict, qid: str) -> str:
+    """HotpotQA's / 2Wiki's `type`; MuSiQue names the hop count in its ids (`3hop1__...`: three
+    hops, graph shape 1), kept as the count only."""
+    kind = obj.get("type")
+    if isinstance(kind, str):
+        return kind
+    hops = re.match(r"(\d)hop\d*__", qid)
+    return f"{hops.group(1)}hop" if hops else ""
 
 
 def load_open_questions(path: str | Path) -> list[OpenQuestion]:

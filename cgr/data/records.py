@@ -63,6 +63,9 @@ class OpenQuestion:
     answers: list[str]
     paragraphs: list[Paragraph] = field(default_factory=list)
     source: str = ""
+    # the dataset's own question type, where it labels one: HotpotQA / 2Wiki `type` (bridge,
+    # comparison, ...), MuSiQue's hop count from its id (2hop, 3hop, 4hop); "" otherwise
+    kind: str = ""
 
 
 @dataclass

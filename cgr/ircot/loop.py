@@ -215,7 +215,7 @@ class IRCoTRunner:
         gold_titles = {p.title for p in q.paragraphs if p.is_supporting}
         titles = [p.title for p in state.paragraphs]
         return {
-            "id": q.id, "question": q.question, "gold_answers": q.answers, "prediction": answer,
+            "id": q.id, "question": q.question, "type": q.kind, "gold_answers": q.answers, "prediction": answer,
             "em": exact_match(answer, q.answers), "f1": f1_score(answer, q.answers),
             "recall": paragraph_recall(titles, gold_titles), "cot": state.cot,
             "reader_output": getattr(state, "reader_output", ""), "steps": state.steps, "paragraphs": titles,

@@ -180,3 +180,26 @@ def test_a_truncated_hotpotqa_array_names_its_file(tmp_path):
     path.write_text('[{"_id": "a", "question": "Who?", "answer": "x", "context": [')
     with pytest.raises(DataFormatError, match=r"hp.json:1: field '<json>': invalid JSON"):
         load_open_questions(path)
+
+
+def test_open_questions_keep_the_dataset_question_type(tmp_path):
+    """2Wiki/HotpotQA `type` and MuSiQue's hop count (from its ids) split the multi-hop tables."""
+    from collections import Counter
+
+    from cgr.data.loaders import load_lenient
+
+    context = [["Tamberg", ["Tamberg lies on the Sella."]]]
+    records = [
+        {
+            "_id": "a",
+            "type": "bridge_comparison",
+            "question": "q?",
+            "answer": "x",
+            "context": context,
+        },
+        {"id": "3hop1__12_34", "question": "q?", "answer": "x", "paragraphs": []},
+        {"id": "plain", "question": "q?", "answer": "x", "paragraphs": []},
+    ]
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps(records))
+    assert [q.kind for q in load_lenient(str(path), Counter())] == ["bridge_comparison", "3hop", ""]
