@@ -4,6 +4,9 @@ fallback recovers, on HotpotQA, 2WikiMultihopQA and MuSiQue samples.
 
     .venv/bin/python benchmarks/ircot.py [--n 100] [--backend llamacpp] [--model smollm2]
         [--datasets hotpotqa 2wiki musique] [--methods nor oner ircot] [--k 8]
+    .venv/bin/python benchmarks/ircot.py --methods oner ircot beam chains ircot_chains
+        # beam / chains: CGR's retrieval without an LM, then OneR's reader; ircot_chains: IRCoT
+        # whose queries add the chain frontier concept (`--loop.query both`)
     .venv/bin/python benchmarks/ircot.py --question-recall 2 4 6 8 15   # no LM: BM25, question alone
 
 Each dataset x method cell is saved when it finishes (benchmarks/results/ircot-*.json) and a
@@ -38,6 +41,8 @@ DATASETS = {
     "musique": "../shared/data/musique/musique_ans_train_sample100.json",
 }
 BACKENDS = ("transformers", "ctranslate2", "llamacpp")
+# methods beside `cgr ircot --method NAME`: IRCoT whose queries add the chain frontier concept
+METHOD_ARGS = {"ircot_chains": ["--method", "ircot", "--loop.query", "both"]}
 
 
 def bootstrap_interval(values: list[float], resamples: int = 1000, seed: int = 0) -> list[float]:
@@ -82,9 +87,22 @@ def summarise(dataset: str, method: str, out: Path, backend: str, model: str) ->
         values = [r[key] for r in records if r[key] is not None]
         row[key] = sum(values) / len(values) if values else float("nan")
         row[f"{key}_ci95"] = bootstrap_interval(values)
+    row["paragraphs_per_question"] = sum(len(r["paragraphs"]) for r in records) / len(records)
+    kinds = sorted({r.get("type") or "" for r in records} - {""})
+    if kinds:  # the dataset's question types (2Wiki's four, MuSiQue's hop counts)
+        row["by_type"] = {kind: by_type(records, kind) for kind in kinds}
     row["fallback"] = fallback_effect(records)
     row["machine"] = machine()
     return row
+
+
+def by_type(records: list[dict], kind: str) -> dict:
+    chosen = [r for r in records if r.get("type") == kind]
+    means = {key: [r[key] for r in chosen if r[key] is not None] for key in ("recall", "em", "f1")}
+    return {
+        "n": len(chosen),
+        **{k: sum(v) / len(v) if v else float("nan") for k, v in means.items()},
+    }
 
 
 def cell_name(
@@ -102,7 +120,7 @@ def run_cell(args: argparse.Namespace, dataset: str, method: str) -> None:
         return
     out = RESULTS / "ircot_runs" / name
     run_cli(name, ["ircot", "--config", "configs/ircot_hotpotqa.yaml", "--data", DATASETS[dataset],
-                   "--limit", str(args.n), "--out", str(out), "--method", method,
+                   "--limit", str(args.n), "--out", str(out), *METHOD_ARGS.get(method, ["--method", method]),
                    "--generator.backend", args.backend, "--generator.model", args.model,
                    "--generator.quantize", args.quantize,
                    *([] if args.k is None else ["--loop.k", str(args.k)])])  # fmt: skip
@@ -166,7 +184,7 @@ def main() -> None:
         for dataset in args.datasets:
             for method in args.methods:
                 run_cell(args, dataset, method)
-    rows, fallbacks, saved = [], [], []
+    rows, fallbacks, saved, types = [], [], [], []
     for dataset in args.datasets:
         for method in args.methods:
             r = load_result(
@@ -175,8 +193,12 @@ def main() -> None:
             if not r:
                 continue
             saved.append(r)
-            rows.append([dataset, method, r["n"], interval(r, "recall"), interval(r, "em"),
+            paragraphs = r.get("paragraphs_per_question")  # rows saved before it was kept: "–"
+            rows.append([dataset, method, r["n"], interval(r, "recall"),
+                         "–" if paragraphs is None else f"{paragraphs:.1f}", interval(r, "em"),
                          interval(r, "f1"), r["seconds_per_question"], r["tokens_per_question"]])  # fmt: skip
+            types.extend([dataset, kind, c["n"], method, f"{c['recall']:.3f}", f"{c['em']:.3f}", f"{c['f1']:.3f}"]
+                         for kind, c in (r.get("by_type") or {}).items())  # fmt: skip
             fb = r.get("fallback") or {}
             if fb.get("without_answer_is"):
                 fallbacks.append([dataset, method, fb["without_answer_is"], fb["f1_whole_output"],
@@ -184,8 +206,13 @@ def main() -> None:
     weights = "" if args.quantize == "none" else f" ({args.quantize} linear layers)"
     print(f"IRCoT, generator {args.model} on {args.backend}{weights}, BM25 over the pooled contexts; "
           f"95 % bootstrap intervals over questions; {machines(saved)}")  # fmt: skip
-    print_table(["dataset", "method", "n", "recall", "EM", "F1", "s/question",
-                 "generated tokens/question"], rows)  # fmt: skip
+    print_table(["dataset", "method", "n", "recall", "paragraphs/question", "EM", "F1",
+                 "s/question", "generated tokens/question"], rows)  # fmt: skip
+    if types:
+        print("\nBy the dataset's question type (2Wiki's types, MuSiQue's hop counts)")
+        print_table(
+            ["dataset", "question type", "n", "method", "recall", "EM", "F1"], sorted(types)
+        )
     if fallbacks:
         print('\nCoT reader outputs without "answer is": F1 on those questions')
         print_table(["dataset", "method", "questions", "whole output", "first line",
