@@ -17,6 +17,7 @@ as benchmarks/ircot.py does. IRCoT's own recall at its paragraph count is in tha
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections import Counter
@@ -90,6 +91,86 @@ def recall_columns(recalls: dict[int, list[float | None]], indices) -> dict:
     return columns
 
 
+def bridge_row(dataset: str, n: int, beam_size: int = 5, frontier: int = 2) -> dict:
+    """Where chain-guided hops lose the second paragraph, step by step, on the questions with
+    two or more gold paragraphs: a gold paragraph among the question's first `beam_size` dense
+    hits; the other gold paragraph's title among that paragraph's AMR concepts the question
+    lacks (the bridge parsed); among the `frontier` concepts the hop tries (the bridge chosen);
+    and the other gold paragraph among the hop's hits (the bridge followed)."""
+    from cgr.chains.hops import ChainHopRetriever, frontier_concepts
+    from cgr.data.loaders import load_lenient
+    from cgr.retrieval.paragraphs import paragraph_corpus
+
+    questions = [q for q in load_lenient(DATASETS[dataset], Counter())[:n]
+                 if sum(p.is_supporting for p in q.paragraphs) >= 2]  # fmt: skip
+    hops = ChainHopRetriever(paragraph_corpus(questions), beam_size=beam_size)
+    first = hops.dense.search([q.question for q in questions], beam_size)
+    asked = hops._concepts([q.question for q in questions])
+    counts: Counter = Counter()
+    queries, pending = [], []
+    for q, hits, known in zip(questions, first, asked, strict=True):
+        gold = {p.title for p in q.paragraphs if p.is_supporting}
+        found = [p for _, p in hits if p.title in gold]
+        counts["first_hop_gold"] += bool(found)
+        if not found:
+            continue
+        read = [p for _, p in hits]
+        concepts = dict(zip(read, hops._concepts([p.searchable for p in read]), strict=True))
+        seen = Counter(c for p in read for c in concepts[p])
+        parsed = chosen = False
+        for p1 in found:
+            mine = concepts[p1]
+            others = {bare_title(t) for t in gold - {p1.title}}
+            ranked = frontier_concepts(p1, mine - known, seen)
+            names = [c for c in ranked if any(names_title(c, t) for t in others)]
+            parsed |= bool(names)
+            if picks := [c for c in ranked[:frontier] if c in names]:
+                chosen = True
+                queries.append(f"{q.question} {picks[0]}")
+                pending.append(gold - {p1.title})
+                break
+        counts["bridge_parsed"] += parsed
+        counts["bridge_chosen"] += chosen
+    for hits, wanted in zip(
+        hops.dense.search(queries, beam_size) if queries else [], pending, strict=True
+    ):
+        counts["bridge_followed"] += any(p.title in wanted for _, p in hits)
+    return {"dataset": dataset, "questions": len(questions), "beam_size": beam_size,
+            "frontier": frontier, **counts, "machine": machine()}  # fmt: skip
+
+
+WORD = re.compile(r"\w+")
+
+
+def bare_title(title: str) -> str:
+    """ "Kiss and Tell (1945 film)" -> "kiss and tell": how a concept would name it."""
+    return re.sub(r"\s*\(.*?\)\s*$", "", title).strip().lower()
+
+
+def names_title(concept: str, title: str) -> bool:
+    """A concept names a title when one holds the other as whole words (a name concept may run
+    on into the paragraph's opening words: "shirley temple shirley temple black"; a one-word
+    concept must be the whole title)."""
+
+    def words(text: str) -> str:
+        return " " + " ".join(WORD.findall(text)) + " "
+
+    return bool(title) and (
+        words(title) in words(concept) or (words(concept) in words(title) and " " in concept)
+    )
+
+
+def print_bridges(rows: list[dict]) -> None:
+    print(
+        "\nChain-guided hops, where the second gold paragraph is lost (questions with 2+ gold paragraphs)"
+    )
+    print_table(["dataset", "questions", "gold paragraph in first hop", "bridge title among its new concepts",
+                 "bridge among the frontier tried", "bridge query finds the other gold paragraph"],
+                [[r["dataset"], r["questions"], *(f"{100 * r.get(k, 0) / r['questions']:.1f} %"
+                  for k in ("first_hop_gold", "bridge_parsed", "bridge_chosen", "bridge_followed"))]
+                 for r in rows])  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=500)
@@ -97,7 +178,19 @@ def main() -> None:
     parser.add_argument("--methods", nargs="*", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--force", action="store_true", help="re-run rows that have a result")
     parser.add_argument("--table", action="store_true", help="only print the saved rows")
+    parser.add_argument("--bridges", action="store_true",
+                        help="only where chain-guided hops lose the second paragraph (saved, re-run with --force)")  # fmt: skip
     args = parser.parse_args()
+    if args.bridges:
+        rows = []
+        for dataset in args.datasets:
+            name = f"multihop_bridges-{dataset}-n{args.n}"
+            row = load_result(name)
+            if not args.table and (row is None or args.force):
+                row = save_result(name, bridge_row(dataset, args.n)) and load_result(name)
+            rows += [row] if row else []
+        print_bridges(rows)
+        return
     for dataset in args.datasets:
         rows = []
         for method in args.methods:
