@@ -97,7 +97,7 @@ def bridge_row(dataset: str, n: int, beam_size: int = 5, frontier: int = 2) -> d
     hits; the other gold paragraph's title among that paragraph's AMR concepts the question
     lacks (the bridge parsed); among the `frontier` concepts the hop tries (the bridge chosen);
     and the other gold paragraph among the hop's hits (the bridge followed)."""
-    from cgr.chains.hops import ChainHopRetriever, frontier_concepts
+    from cgr.chains.hops import ChainHopRetriever, bare_title, frontier_concepts
     from cgr.data.loaders import load_lenient
     from cgr.retrieval.paragraphs import paragraph_corpus
 
@@ -107,11 +107,13 @@ def bridge_row(dataset: str, n: int, beam_size: int = 5, frontier: int = 2) -> d
     first = hops.dense.search([q.question for q in questions], beam_size)
     asked = hops._concepts([q.question for q in questions])
     counts: Counter = Counter()
-    queries, pending = [], []
+    queries, pending, asked_kinds = [], [], []
     for q, hits, known in zip(questions, first, asked, strict=True):
         gold = {p.title for p in q.paragraphs if p.is_supporting}
         found = [p for _, p in hits if p.title in gold]
         counts["first_hop_gold"] += bool(found)
+        counts[f"{q.kind}/questions"] += bool(q.kind)
+        counts[f"{q.kind}/first_hop_gold"] += bool(found) and bool(q.kind)
         if not found:
             continue
         read = [p for _, p in hits]
@@ -121,30 +123,29 @@ def bridge_row(dataset: str, n: int, beam_size: int = 5, frontier: int = 2) -> d
         for p1 in found:
             mine = concepts[p1]
             others = {bare_title(t) for t in gold - {p1.title}}
-            ranked = frontier_concepts(p1, mine - known, seen)
+            ranked = frontier_concepts(p1, mine - known, seen, hops.titles)
             names = [c for c in ranked if any(names_title(c, t) for t in others)]
             parsed |= bool(names)
             if picks := [c for c in ranked[:frontier] if c in names]:
                 chosen = True
                 queries.append(f"{q.question} {picks[0]}")
                 pending.append(gold - {p1.title})
+                asked_kinds.append(q.kind)
                 break
-        counts["bridge_parsed"] += parsed
-        counts["bridge_chosen"] += chosen
-    for hits, wanted in zip(
-        hops.dense.search(queries, beam_size) if queries else [], pending, strict=True
+        for key, value in (("bridge_parsed", parsed), ("bridge_chosen", chosen)):
+            counts[key] += value
+            counts[f"{q.kind}/{key}"] += value and bool(q.kind)
+    for hits, wanted, kind in zip(
+        hops.dense.search(queries, beam_size) if queries else [], pending, asked_kinds, strict=True
     ):
-        counts["bridge_followed"] += any(p.title in wanted for _, p in hits)
+        followed = any(p.title in wanted for _, p in hits)
+        counts["bridge_followed"] += followed
+        counts[f"{kind}/bridge_followed"] += followed and bool(kind)
     return {"dataset": dataset, "questions": len(questions), "beam_size": beam_size,
             "frontier": frontier, **counts, "machine": machine()}  # fmt: skip
 
 
 WORD = re.compile(r"\w+")
-
-
-def bare_title(title: str) -> str:
-    """ "Kiss and Tell (1945 film)" -> "kiss and tell": how a concept would name it."""
-    return re.sub(r"\s*\(.*?\)\s*$", "", title).strip().lower()
 
 
 def names_title(concept: str, title: str) -> bool:
@@ -164,11 +165,18 @@ def print_bridges(rows: list[dict]) -> None:
     print(
         "\nChain-guided hops, where the second gold paragraph is lost (questions with 2+ gold paragraphs)"
     )
-    print_table(["dataset", "questions", "gold paragraph in first hop", "bridge title among its new concepts",
-                 "bridge among the frontier tried", "bridge query finds the other gold paragraph"],
-                [[r["dataset"], r["questions"], *(f"{100 * r.get(k, 0) / r['questions']:.1f} %"
-                  for k in ("first_hop_gold", "bridge_parsed", "bridge_chosen", "bridge_followed"))]
-                 for r in rows])  # fmt: skip
+    keys = ("first_hop_gold", "bridge_parsed", "bridge_chosen", "bridge_followed")
+    table = []
+    for r in rows:
+        kinds = sorted({k.split("/")[0] for k in r if "/" in k})
+        for kind, prefix in (("all", ""), *((kind, f"{kind}/") for kind in kinds)):
+            n = r["questions"] if not prefix else r[f"{prefix}questions"]
+            table.append(
+                [r["dataset"], kind, n, *(f"{100 * r.get(prefix + k, 0) / n:.1f} %" for k in keys)]
+            )
+    print_table(["dataset", "question type", "questions", "gold paragraph in first hop",
+                 "bridge title among its new concepts", "bridge among the frontier tried",
+                 "bridge query finds the other gold paragraph"], table)  # fmt: skip
 
 
 def main() -> None:

@@ -135,7 +135,7 @@ def main(argv: list[str]) -> int:
     if loop.method == "ircot" and loop.query != "cot":
         from cgr.chains.hops import FrontierFinder
 
-        frontier = FrontierFinder()
+        frontier = FrontierFinder(corpus=corpus)
     runner = IRCoTRunner(retriever, generator, prompts("cot"), prompts(loop.reader), loop, direct,
                          frontier)  # fmt: skip
     partial = partial_results(out, argv)

@@ -35,6 +35,22 @@ def test_names_come_first_among_frontier_concepts():
     assert ranked[0] == "quixville" and "1703" not in ranked
 
 
+def test_a_concept_naming_another_paragraph_comes_before_other_names():
+    """"Quixville" and "Marrow Bay" are both names; only Marrow Bay has a paragraph of its own
+    (its title, parenthesised description dropped), so it is the bridge tried first."""
+    from cgr.chains.hops import bare_title
+
+    paragraph = CorpusParagraph(
+        "Zorbland", "Zorbland is an island whose capital Quixville lies on Marrow Bay."
+    )
+    candidates = {"quixville", "marrow bay", "island", "zorbland"}
+    titles = frozenset({bare_title("Marrow Bay (harbour)"), bare_title("Zorbland")})
+    assert bare_title("Marrow Bay (harbour)") == "marrow bay"
+    ranked = frontier_concepts(paragraph, candidates, Counter(), titles)
+    assert ranked[:2] == ["marrow bay", "quixville"]  # its own title is no bridge
+    assert frontier_concepts(paragraph, candidates, Counter())[0] == "quixville"
+
+
 def test_chain_guided_ircot_queries_add_the_next_frontier_concept(tmp_path):
     from cgr.chains.hops import FrontierFinder
     from cgr.data.records import OpenQuestion, Paragraph
