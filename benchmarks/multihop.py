@@ -33,7 +33,7 @@ METHODS = {
     "bm25": "BM25, question (OneR)",
     "dense": "dense MiniLM, question (OneR)",
     "beam": "beam-iterative, K=5, T=2 (CGR)",
-    "chains": "chain-guided hops, K=5 (AMR frontier concept)",
+    "chains": "chain-guided hops, K=5, 4 frontier concepts (titles first)",
 }
 
 
