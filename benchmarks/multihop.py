@@ -91,11 +91,11 @@ def recall_columns(recalls: dict[int, list[float | None]], indices) -> dict:
     return columns
 
 
-def bridge_row(dataset: str, n: int, beam_size: int = 5, frontier: int = 2) -> dict:
+def bridge_row(dataset: str, n: int, beam_size: int = 5) -> dict:
     """Where chain-guided hops lose the second paragraph, step by step, on the questions with
     two or more gold paragraphs: a gold paragraph among the question's first `beam_size` dense
     hits; the other gold paragraph's title among that paragraph's AMR concepts the question
-    lacks (the bridge parsed); among the `frontier` concepts the hop tries (the bridge chosen);
+    lacks (the bridge parsed); among the frontier concepts the hop tries (the bridge chosen);
     and the other gold paragraph among the hop's hits (the bridge followed)."""
     from cgr.chains.hops import ChainHopRetriever, bare_title, frontier_concepts
     from cgr.data.loaders import load_lenient
@@ -104,6 +104,7 @@ def bridge_row(dataset: str, n: int, beam_size: int = 5, frontier: int = 2) -> d
     questions = [q for q in load_lenient(DATASETS[dataset], Counter())[:n]
                  if sum(p.is_supporting for p in q.paragraphs) >= 2]  # fmt: skip
     hops = ChainHopRetriever(paragraph_corpus(questions), beam_size=beam_size)
+    frontier = hops.frontier
     first = hops.dense.search([q.question for q in questions], beam_size)
     asked = hops._concepts([q.question for q in questions])
     counts: Counter = Counter()
@@ -112,8 +113,9 @@ def bridge_row(dataset: str, n: int, beam_size: int = 5, frontier: int = 2) -> d
         gold = {p.title for p in q.paragraphs if p.is_supporting}
         found = [p for _, p in hits if p.title in gold]
         counts["first_hop_gold"] += bool(found)
-        counts[f"{q.kind}/questions"] += bool(q.kind)
-        counts[f"{q.kind}/first_hop_gold"] += bool(found) and bool(q.kind)
+        if q.kind:
+            counts[f"{q.kind}/questions"] += 1
+            counts[f"{q.kind}/first_hop_gold"] += bool(found)
         if not found:
             continue
         read = [p for _, p in hits]
@@ -134,13 +136,15 @@ def bridge_row(dataset: str, n: int, beam_size: int = 5, frontier: int = 2) -> d
                 break
         for key, value in (("bridge_parsed", parsed), ("bridge_chosen", chosen)):
             counts[key] += value
-            counts[f"{q.kind}/{key}"] += value and bool(q.kind)
+            if q.kind:
+                counts[f"{q.kind}/{key}"] += value
     for hits, wanted, kind in zip(
         hops.dense.search(queries, beam_size) if queries else [], pending, asked_kinds, strict=True
     ):
         followed = any(p.title in wanted for _, p in hits)
         counts["bridge_followed"] += followed
-        counts[f"{kind}/bridge_followed"] += followed and bool(kind)
+        if kind:
+            counts[f"{kind}/bridge_followed"] += followed
     return {"dataset": dataset, "questions": len(questions), "beam_size": beam_size,
             "frontier": frontier, **counts, "machine": machine()}  # fmt: skip
 
