@@ -55,7 +55,7 @@ def retriever(method: str, corpus: list):
     return BeamParagraphRetriever(corpus, beam_size=5, steps=2)
 
 
-def run_row(dataset: str, method: str, n: int) -> dict:
+def run_row(dataset: str, method: str, n: int, ks: tuple[int, ...] = KS) -> dict:
     from cgr.data.loaders import load_lenient
     from cgr.evaluation.qa_metrics import paragraph_recall
     from cgr.retrieval.paragraphs import paragraph_corpus
@@ -66,13 +66,13 @@ def run_row(dataset: str, method: str, n: int) -> dict:
     model = retriever(method, corpus)
     setup = time.perf_counter() - start
     start = time.perf_counter()
-    found = model.retrieve([q.question for q in questions], max(KS))
+    found = model.retrieve([q.question for q in questions], max(ks))
     seconds = (time.perf_counter() - start) / len(questions)
     gold = [{p.title for p in q.paragraphs if p.is_supporting} for q in questions]
     row = {"dataset": dataset, "method": method, "n": len(questions), "paragraphs": len(corpus),
            "seconds_per_question": seconds, "setup_seconds": setup, "machine": machine()}  # fmt: skip
     recalls = {k: [paragraph_recall([p.title for p in paragraphs[:k]], titles)
-                   for paragraphs, titles in zip(found, gold, strict=True)] for k in KS}  # fmt: skip
+                   for paragraphs, titles in zip(found, gold, strict=True)] for k in ks}  # fmt: skip
     row.update(recall_columns(recalls, range(len(questions))))
     kinds = sorted({q.kind for q in questions} - {""})
     if kinds:  # the dataset's own question types (2Wiki's four, MuSiQue's hop counts)
@@ -183,12 +183,20 @@ def print_bridges(rows: list[dict]) -> None:
                  "bridge query finds the other gold paragraph"], table)  # fmt: skip
 
 
+def recall(row: dict, k: int) -> str:
+    """A saved recall@k, "–" where the row was run without that k."""
+    value = row.get(f"recall@{k}")
+    return "–" if value is None else f"{value:.3f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=500)
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--methods", nargs="*", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--force", action="store_true", help="re-run rows that have a result")
+    parser.add_argument("--ks", type=int, nargs="+", default=list(KS),
+                        help="paragraph counts to score (e.g. 4: IRCoT's first retrieval)")  # fmt: skip
     parser.add_argument("--table", action="store_true", help="only print the saved rows")
     parser.add_argument("--bridges", action="store_true",
                         help="only where chain-guided hops lose the second paragraph (saved, re-run with --force)")  # fmt: skip
@@ -209,7 +217,7 @@ def main() -> None:
             name = f"multihop-{dataset}-{method}-n{args.n}"
             row = load_result(name)
             if not args.table and (row is None or args.force):
-                row = run_row(dataset, method, args.n)
+                row = run_row(dataset, method, args.n, tuple(args.ks))
                 save_result(name, row)
             if row is not None:
                 rows.append(row)
@@ -217,14 +225,14 @@ def main() -> None:
             continue
         print(f"\n{dataset}: gold-paragraph recall over the pooled contexts of the first "
               f"{rows[0]['n']} questions ({rows[0]['paragraphs']} paragraphs), no LM; {machines(rows)}")  # fmt: skip
-        print_table(["method", *(f"recall@{k}" for k in KS), "s/question"],
-                    [[METHODS[r["method"]], *(f"{r[f'recall@{k}']:.3f}" for k in KS),
+        print_table(["method", *(f"recall@{k}" for k in args.ks), "s/question"],
+                    [[METHODS[r["method"]], *(recall(r, k) for k in args.ks),
                       f"{r['seconds_per_question']:.3f}"] for r in rows])  # fmt: skip
         by_kind = [r for r in rows if "by_kind" in r]
         if by_kind:
             print(f"\n{dataset}, by the dataset's question type:")
-            print_table(["question type", "n", "method", *(f"recall@{k}" for k in KS)],
-                        [[kind, c["questions"], METHODS[r["method"]], *(f"{c[f'recall@{k}']:.3f}" for k in KS)]
+            print_table(["question type", "n", "method", *(f"recall@{k}" for k in args.ks)],
+                        [[kind, c["questions"], METHODS[r["method"]], *(recall(c, k) for k in args.ks)]
                          for kind in sorted({k for r in by_kind for k in r["by_kind"]})
                          for r in by_kind if (c := r["by_kind"].get(kind))])  # fmt: skip
         elif not args.table or rows:
