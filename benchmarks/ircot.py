@@ -88,6 +88,9 @@ def summarise(dataset: str, method: str, out: Path, backend: str, model: str) ->
         row[key] = sum(values) / len(values) if values else float("nan")
         row[f"{key}_ci95"] = bootstrap_interval(values)
     row["paragraphs_per_question"] = sum(len(r["paragraphs"]) for r in records) / len(records)
+    # per question id: paragraphs read and recall, so an equal-budget comparison
+    # (benchmarks/multihop.py --budget-from) needs no predictions file (those stay local)
+    row["per_question"] = {r["id"]: [len(r["paragraphs"]), r["recall"]] for r in records}
     kinds = sorted({r.get("type") or "" for r in records} - {""})
     if kinds:  # the dataset's question types (2Wiki's four, MuSiQue's hop counts)
         row["by_type"] = {kind: by_type(records, kind) for kind in kinds}

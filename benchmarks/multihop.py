@@ -17,6 +17,7 @@ as benchmarks/ircot.py does. IRCoT's own recall at its paragraph count is in tha
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import time
@@ -25,8 +26,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import load_result, machine, machines, print_table, save_result  # noqa: E402
-from benchmarks.ircot import DATASETS  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    RESULTS,
+    load_result,
+    machine,
+    machines,
+    print_table,
+    save_result,
+)
+from benchmarks.ircot import DATASETS, bootstrap_interval  # noqa: E402
 
 KS = (2, 5, 10, 15)
 METHODS = {
@@ -55,9 +63,10 @@ def retriever(method: str, corpus: list):
     return BeamParagraphRetriever(corpus, beam_size=5, steps=2)
 
 
-def run_row(dataset: str, method: str, n: int, ks: tuple[int, ...] = KS) -> dict:
+def retrieve(dataset: str, method: str, n: int, k: int) -> tuple[list, list, dict]:
+    """The first `n` questions of the dataset, each one's first `k` paragraphs by `method` over
+    their pooled contexts, and the row's common fields (sizes, seconds, machine)."""
     from cgr.data.loaders import load_lenient
-    from cgr.evaluation.qa_metrics import paragraph_recall
     from cgr.retrieval.paragraphs import paragraph_corpus
 
     questions = load_lenient(DATASETS[dataset], Counter())[:n]
@@ -66,11 +75,18 @@ def run_row(dataset: str, method: str, n: int, ks: tuple[int, ...] = KS) -> dict
     model = retriever(method, corpus)
     setup = time.perf_counter() - start
     start = time.perf_counter()
-    found = model.retrieve([q.question for q in questions], max(ks))
+    found = model.retrieve([q.question for q in questions], k)
     seconds = (time.perf_counter() - start) / len(questions)
-    gold = [{p.title for p in q.paragraphs if p.is_supporting} for q in questions]
     row = {"dataset": dataset, "method": method, "n": len(questions), "paragraphs": len(corpus),
            "seconds_per_question": seconds, "setup_seconds": setup, "machine": machine()}  # fmt: skip
+    return questions, found, row
+
+
+def run_row(dataset: str, method: str, n: int, ks: tuple[int, ...] = KS) -> dict:
+    from cgr.evaluation.qa_metrics import paragraph_recall
+
+    questions, found, row = retrieve(dataset, method, n, max(ks))
+    gold = [{p.title for p in q.paragraphs if p.is_supporting} for q in questions]
     recalls = {k: [paragraph_recall([p.title for p in paragraphs[:k]], titles)
                    for paragraphs, titles in zip(found, gold, strict=True)] for k in ks}  # fmt: skip
     row.update(recall_columns(recalls, range(len(questions))))
@@ -79,6 +95,59 @@ def run_row(dataset: str, method: str, n: int, ks: tuple[int, ...] = KS) -> dict
         row["by_kind"] = {kind: recall_columns(recalls, [i for i, q in enumerate(questions) if q.kind == kind])
                           for kind in kinds}  # fmt: skip
     return row
+
+
+def read_budgets(cell: str) -> list[dict]:
+    """Per question of an IRCoT run, in the dataset's order: its id, how many paragraphs it read
+    and its recall; from the cell's saved row, else from its predictions (kept local)."""
+    row = load_result(cell) or {}
+    if "per_question" in row:
+        return [{"id": i, "budget": n, "recall": r} for i, (n, r) in row["per_question"].items()]
+    path = RESULTS / "ircot_runs" / cell / "predictions.jsonl"
+    if not path.is_file():
+        raise SystemExit(f"{cell}: no per-question counts; run `benchmarks/ircot.py` for it first")
+    records = [json.loads(line) for line in path.open(encoding="utf-8")]
+    return [{"id": r["id"], "budget": len(r["paragraphs"]), "recall": r["recall"]} for r in records]
+
+
+def budget_row(dataset: str, method: str, cell: str) -> dict:
+    """Recall of `method` when each question gets as many paragraphs as the IRCoT run `cell`
+    read for it (equal budget, question by question), beside that run's own recall."""
+    from cgr.evaluation.qa_metrics import paragraph_recall
+
+    budgets = read_budgets(cell)
+    questions, found, row = retrieve(
+        dataset, method, len(budgets), max(b["budget"] for b in budgets)
+    )
+    ours, theirs = [], []
+    for q, paragraphs, b in zip(questions, found, budgets, strict=True):
+        if q.id != b["id"]:
+            raise SystemExit(f"{cell}: question {b['id']} where {dataset} has {q.id}")
+        gold = {p.title for p in q.paragraphs if p.is_supporting}
+        value = paragraph_recall([p.title for p in paragraphs[: b["budget"]]], gold)
+        if value is not None and b["recall"] is not None:
+            ours.append(value)
+            theirs.append(b["recall"])
+    row.update({"budget_from": cell, "questions": len(ours),
+                "paragraphs_per_question": sum(b["budget"] for b in budgets) / len(budgets),
+                "recall": sum(ours) / len(ours), "budget_recall": sum(theirs) / len(theirs),
+                "recall_ci95": bootstrap_interval(ours),
+                "difference_ci95": bootstrap_interval([a - b for a, b in zip(ours, theirs, strict=True)])})  # fmt: skip
+    return row
+
+
+def print_budget_rows(rows: list[dict]) -> None:
+    print(
+        "\nRecall at an IRCoT run's paragraph budget, question by question (no LM in these methods)"
+    )
+    print_table(["dataset", "budget from", "questions", "paragraphs/question", "method",
+                 "recall [95 % CI]", "the run's own recall", "difference [95 % CI]"],
+                [[r["dataset"], r["budget_from"], r["questions"], f"{r['paragraphs_per_question']:.1f}",
+                  METHODS[r["method"]],
+                  f"{r['recall']:.3f} [{r['recall_ci95'][0]:.3f}, {r['recall_ci95'][1]:.3f}]",
+                  f"{r['budget_recall']:.3f}",
+                  f"{r['recall'] - r['budget_recall']:+.3f} [{r['difference_ci95'][0]:+.3f}, {r['difference_ci95'][1]:+.3f}]"]
+                 for r in rows])  # fmt: skip
 
 
 def recall_columns(recalls: dict[int, list[float | None]], indices) -> dict:
@@ -200,7 +269,22 @@ def main() -> None:
     parser.add_argument("--table", action="store_true", help="only print the saved rows")
     parser.add_argument("--bridges", action="store_true",
                         help="only where chain-guided hops lose the second paragraph (saved, re-run with --force)")  # fmt: skip
+    parser.add_argument("--budget-from", nargs="+", metavar="CELL",
+                        help="recall at the paragraph count each question read in these benchmarks/ircot.py "
+                             "cells (e.g. ircot-hotpotqa-ircot-100-llamacpp; the dataset is the cell's)")  # fmt: skip
     args = parser.parse_args()
+    if args.budget_from:
+        rows = []
+        for cell in args.budget_from:
+            dataset = cell.split("-")[1]
+            for method in args.methods:
+                name = f"multihop_budget-{method}-{cell}"
+                row = load_result(name)
+                if not args.table and (row is None or args.force):
+                    row = save_result(name, budget_row(dataset, method, cell)) and load_result(name)
+                rows += [row] if row else []
+        print_budget_rows(rows)
+        return
     if args.bridges:
         rows = []
         for dataset in args.datasets:
