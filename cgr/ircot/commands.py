@@ -12,7 +12,7 @@ from cgr.data.loaders import load_lenient
 from cgr.errors import DataFormatError
 from cgr.files import atomic_write_text, require_writable_dir
 from cgr.generation.config import GeneratorConfig, build_generator
-from cgr.ircot.loop import METHODS, IRCoTRunner, LoopConfig
+from cgr.ircot.config import METHODS, LoopConfig
 from cgr.runs import partial_results, run_in_chunks
 from cgr.validation import at_least, parsed
 
@@ -106,6 +106,8 @@ def main(argv: list[str]) -> int:
             "context",
             f"no paragraph text in any of its {len(questions)} questions",
         )
+    from cgr.ircot.loop import IRCoTRunner  # torch and transformers: once settings and file passed
+
     if loop.method == "beam":  # dense by nature: --retriever does not apply
         retriever = BeamParagraphRetriever(
             corpus, args.dense_encoder, loop.beam_size, loop.beam_steps

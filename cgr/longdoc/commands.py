@@ -11,10 +11,8 @@ from dataclasses import asdict
 from cgr.errors import ConfigError, DataFormatError
 from cgr.files import atomic_write_text, require_writable_dir
 from cgr.generation.config import GeneratorConfig, build_generator
-from cgr.generation.counting import CountingLM
+from cgr.longdoc.config import LM_EVIDENCE, LongDocConfig, SummaryConfig
 from cgr.longdoc.document import load_qasper
-from cgr.longdoc.methods import LM_EVIDENCE, LongDocConfig, LongDocQA
-from cgr.longdoc.summaries import Summarizer, SummaryConfig
 from cgr.runs import partial_results, run_in_chunks
 from cgr.validation import at_least, parsed
 
@@ -87,9 +85,15 @@ def main(argv: list[str]) -> int:
         questions = questions[: args.limit]
     if not questions:
         raise DataFormatError(args.data, None, "qas", "no questions")
+    # torch (the LM, the encoder): once the settings and the file passed
+    from cgr.longdoc.methods import LongDocQA
+    from cgr.longdoc.summaries import Summarizer
+
     needs_lm = cfg.method in LM_EVIDENCE or cfg.answer or summary_cfg.method == "lm"
     lm = None
     if needs_lm:
+        from cgr.generation.counting import CountingLM
+
         gen_cfg.history_cache = 0  # prompts here share no start but the chat header
         signature = json.dumps(asdict(gen_cfg), sort_keys=True)
         lm = CountingLM(build_generator(gen_cfg), gen_cfg.model, cache=cfg.lm_cache or None,

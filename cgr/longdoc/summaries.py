@@ -11,29 +11,12 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass
-from typing import Literal
 
 from cgr.generation.counting import CountingLM
+from cgr.longdoc.config import SummaryConfig  # noqa: F401 (re-exported)
 from cgr.nlp import split_sentences
-from cgr.validation import at_least, one_of
 
 SUMMARY_PROMPT = "Summarize the following section of a research paper in one sentence.\n\n{text}"
-
-
-@dataclass
-class SummaryConfig:
-    method: Literal["extractive", "lm"] = "extractive"
-    words: int = 40  # extractive: leading sentences up to this many words (at least one)
-    input_tokens: int = 384  # lm: the text is cut to this many tokens before summarising
-    max_new_tokens: int = 48  # lm: summary length bound
-    cache: str = ".cache/cgr/longdoc/summaries.sqlite"
-
-    def __post_init__(self) -> None:
-        one_of("summaries.method", self.method, ("extractive", "lm"))
-        at_least("summaries.words", self.words, 1)
-        at_least("summaries.input_tokens", self.input_tokens, 16)
-        at_least("summaries.max_new_tokens", self.max_new_tokens, 4)
 
 
 def lead(text: str, words: int) -> str:

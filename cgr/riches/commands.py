@@ -7,8 +7,8 @@ import json
 import logging
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
-from typing import Literal
+from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from cgr.data.loaders import load_lenient
 from cgr.errors import ConfigError, DataFormatError
@@ -16,33 +16,17 @@ from cgr.evaluation.qa_metrics import exact_match, f1_score, normalize_answer, p
 from cgr.files import atomic_write_text, require_writable_dir
 from cgr.generation.config import GeneratorConfig
 from cgr.retrieval.paragraphs import paragraph_corpus
-from cgr.riches.decode import ConstrainedDecoder, DecodeConfig
+from cgr.riches.config import DecodeConfig, RichesConfig
 from cgr.riches.index import FMKeyIndex, TrieKeyIndex
-from cgr.riches.keys import KINDS, build_keys
+from cgr.riches.keys import build_keys
 from cgr.riches.prompts import RichesPrompt, parse_decode
 from cgr.runs import partial_results, run_in_chunks
-from cgr.validation import at_least, one_of, parsed
+from cgr.validation import at_least, parsed
+
+if TYPE_CHECKING:  # torch: imported once the command line has been checked
+    from cgr.riches.decode import ConstrainedDecoder
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class RichesConfig:
-    key_kind: Literal["sentence", "paragraph", "title"] = "sentence"
-    index: Literal["fm", "trie"] = "fm"  # the FM-index, or a marisa trie (whole keys only)
-    substrings: bool = False  # fm only: a key may be any substring of a paragraph's key
-    demos: str = "data/riches/demos.json"
-    hops: Literal["multi_hop", "single_hop"] = "multi_hop"
-    keywords: bool = True  # the keyword thoughts of Table 6
-    max_key_tokens: int = 256  # longer keys are left out of the index (counted)
-
-    def __post_init__(self) -> None:
-        one_of("riches.key_kind", self.key_kind, KINDS)
-        one_of("riches.index", self.index, ("fm", "trie"))
-        one_of("riches.hops", self.hops, ("multi_hop", "single_hop"))
-        at_least("riches.max_key_tokens", self.max_key_tokens, 1)
-        if self.substrings and self.index != "fm":
-            raise ConfigError("riches.substrings needs riches.index fm (a trie holds whole keys)")
 
 
 class RichesRunner:
@@ -117,8 +101,6 @@ def build_index(cfg: RichesConfig, corpus, tokenizer, counters: Counter):
 
 
 def main(argv: list[str]) -> int:
-    from cgr.generation.generator import _load, resolve_generator
-
     args = parsed(lambda: build_parser().parse_args(argv), "cgr riches")
     # every setting checked before any file is read or model loads
     at_least("--limit", args.limit, 0)  # a negative one would drop questions from the end
@@ -138,6 +120,10 @@ def main(argv: list[str]) -> int:
             "context",
             f"no paragraph text in any of its {len(questions)} questions",
         )
+    # torch and transformers: once settings and file passed
+    from cgr.generation.generator import _load, resolve_generator
+    from cgr.riches.decode import ConstrainedDecoder
+
     device = "cuda" if __import__("torch").cuda.is_available() else "cpu"
     tokenizer, model, seq2seq, _ = _load(
         *resolve_generator(gen.model, gen.gguf_file), device, gen.dtype, gen.quantize

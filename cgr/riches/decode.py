@@ -18,39 +18,13 @@ from typing import Protocol
 
 import torch
 
-from cgr.errors import ConfigError
-from cgr.validation import at_least
+from cgr.riches.config import DecodeConfig
 
 
 class KeyIndex(Protocol):
     def allows(self, text: str) -> bool: ...
     def complete(self, text: str) -> bool: ...
     def continuations(self, text: str, limit: int = 256) -> list[str]: ...
-
-
-@dataclass
-class DecodeConfig:
-    beam_size: int = 5
-    adaptive: bool = True
-    max_new_tokens: int = 128
-    top_candidates: int = 64  # tokens checked against the index per constrained beam and step
-    continuations: int = 256  # corpus continuations read when too few of those are allowed
-    open_marker: str = "«"
-    close_marker: str = "»"
-    stop: str = "\n"  # the example ends at a line break (after "answer: ...")
-    # the format, enforced for small LMs that do not keep to it: a thought longer than this many
-    # tokens is ended by opening a key; after max_keys keys the next long thought is the answer
-    max_thought_tokens: int = 16
-    max_keys: int = 3
-
-    def __post_init__(self) -> None:
-        for name in ("beam_size", "max_new_tokens", "top_candidates", "continuations",
-                     "max_thought_tokens", "max_keys"):  # fmt: skip
-            at_least(f"decode.{name}", getattr(self, name), 1)
-        if not self.open_marker or not self.close_marker or self.open_marker == self.close_marker:
-            raise ConfigError(
-                "decode.open_marker and decode.close_marker must be two different strings"
-            )
 
 
 @dataclass

@@ -36,7 +36,7 @@ def test_names_come_first_among_frontier_concepts():
 
 
 def test_a_concept_naming_another_paragraph_comes_before_other_names():
-    """"Quixville" and "Marrow Bay" are both names; only Marrow Bay has a paragraph of its own
+    """ "Quixville" and "Marrow Bay" are both names; only Marrow Bay has a paragraph of its own
     (its title, parenthesised description dropped), so it is the bridge tried first."""
     from cgr.chains.hops import bare_title
 
