@@ -9,8 +9,6 @@ import re
 import zipfile
 from pathlib import Path
 
-import torch
-
 from cgr.errors import CGRError
 
 log = logging.getLogger(__name__)
@@ -28,6 +26,8 @@ def read_checkpoint(path: str | Path) -> dict:
         raise CheckpointError(
             f"{p}: not a readable checkpoint (empty, truncated or another format)"
         )
+    import torch  # after the cheap checks: a damaged file is refused without torch's import
+
     try:
         checkpoint = torch.load(p, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
