@@ -21,7 +21,7 @@ import time
 from collections import Counter
 
 from cgr.generation.counting import CountingLM
-from cgr.longdoc.config import LM_EVIDENCE, METHODS, LongDocConfig  # noqa: F401 (re-exported)
+from cgr.longdoc.config import LM_EVIDENCE, LongDocConfig
 from cgr.longdoc.document import DocQuestion, Document
 from cgr.longdoc.metrics import answer_f1, evidence_scores, official_evidence_f1
 from cgr.longdoc.prompts import (
