@@ -22,6 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import (
+    ROOT,
+    accuracy_split,
     load_result,
     machine,
     print_table,
@@ -107,6 +109,33 @@ def learning_rate(text: str) -> str:
     return text
 
 
+def gold_split(config: dict, name: str) -> dict:
+    """The gold-fact diagnostics of benchmarks/evidence.py for a finished run: accuracy when the
+    answer choice's facts as read hold a gold fact and when not ({} where dev has no gold facts)."""
+    from cgr.data.gold import attach_gold_facts
+    from cgr.data.loaders import load_multiple_choice
+    from cgr.evidence.selection import text_key
+
+    questions = load_multiple_choice(ROOT / config["data"]["dev_file"])
+    if files := config["data"].get("gold_facts_files"):
+        attach_gold_facts(questions, [str(ROOT / f) for f in files])
+    gold = {q.id: {text_key(g) for g in q.gold_facts} for q in questions if q.gold_facts}
+    preds = next((ROOT / "checkpoints" / "bench" / name).glob("predictions-*.jsonl"), None)
+    return accuracy_split(preds, gold) if gold and preds else {}
+
+
+def gold_cells(group: list[dict]) -> list[str]:
+    """gold read %, accuracy when read / not read: means over the runs that recorded them."""
+    runs = [r for r in group if r.get("n_gold_read") is not None]
+    if not runs:
+        return ["–", "–"]
+    read = [100 * r["n_gold_read"] / (r["n_gold_read"] + r["n_gold_not_read"]) for r in runs]
+    acc = [
+        f"{statistics.mean(r[k] for r in runs):.1f}" for k in ("acc_gold_read", "acc_gold_not_read")
+    ]
+    return [f"{statistics.mean(read):.1f}", " / ".join(acc)]
+
+
 def mean_std(accuracies: list[float]) -> str:
     acc = [100 * a for a in accuracies]
     return f"{statistics.mean(acc):.1f}" + (
@@ -125,7 +154,7 @@ def reread_rows(dataset: str, row: str, seeds: list[int], budget: argparse.Names
         if found:
             accuracy = [r["accuracy"] / 100 for r in found]
             rows.append([f"{ROWS[row][0]}, best.ckpt re-read with the {encoder} query encoder",
-                         mean_std(accuracy), len(found), "–", "–"])  # fmt: skip
+                         mean_std(accuracy), len(found), "–", "–", "–", "–"])  # fmt: skip
     return rows
 
 
@@ -164,7 +193,9 @@ def main() -> None:
                 name = tag(args.dataset, row, seed, budget)
                 if load_result(name) and not args.force:
                     continue
-                result = run_training(row_config(base, row, seed, budget), name)
+                config = row_config(base, row, seed, budget)
+                result = run_training(config, name)
+                result.update(gold_split(config, name))
                 if ROWS[row][1] == CGR:  # `cgr train` evaluates with the default encoder choice;
                     result["query_encoder"] = "auto"  # saved results without the key: "trained"
                 save_result(
@@ -184,13 +215,17 @@ def main() -> None:
                 label += f" (eval: {encoder} query encoder)"
             speeds[row] = statistics.mean(r["questions_per_s"] or float("nan") for r in group)
             table.append([label, mean_std([r["accuracy"] for r in group]), len(group), f"{speeds[row]:.2f}",
-                          f"{statistics.mean(r['minutes'] for r in group):.1f}"])  # fmt: skip
+                          f"{statistics.mean(r['minutes'] for r in group):.1f}", *gold_cells(group)])  # fmt: skip
         table += reread_rows(args.dataset, row, args.seeds, budget)
     print(f"{args.dataset} dev accuracy (%), {args.reader} reader, MiniLM retriever; budget: "
           f"{args.train_questions or 'all'} train questions x {args.epochs} epoch(s), max length {args.max_length}, "
           f"lr {budget.lr}; CGR gradient clipping {args.gradient_clipping}; "
           f"seeds {args.seeds}; {machine()}")  # fmt: skip
-    print_table(["model", "dev accuracy", "seeds", "train questions/s", "minutes/run"], table)
+    columns = ["model", "dev accuracy", "seeds", "train questions/s", "minutes/run",
+               "gold read %", "acc % gold read / not read"]  # fmt: skip
+    if all(row[-2:] == ["–", "–"] for row in table):  # runs from before the gold split was saved
+        columns, table = columns[:-2], [row[:-2] for row in table]
+    print_table(columns, table)
     if "cgr" in speeds and "iterative" in speeds:
         print(f"CGR / reader-only training speed: {speeds['cgr'] / speeds['iterative']:.2f}")
 

@@ -7,9 +7,11 @@ import json
 import platform
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -51,6 +53,29 @@ def print_table(columns: list[str], rows: list[list]) -> None:
     print("|" + "|".join("---" for _ in columns) + "|")
     for row in rows:
         print("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row) + " |")
+
+
+def accuracy_split(predictions: Path, dev_gold: dict[str, set[str]]) -> dict:
+    """Dev accuracy split by whether the answer choice's facts as read include a gold fact
+    (`text_key`-normalised), and the share of the most frequent predicted position."""
+    from cgr.evidence.selection import text_key
+
+    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
+    split = {True: [], False: []}
+    positions = Counter()
+    for r in rows:
+        labels = [c["label"] for c in r["choices"]]
+        positions[labels.index(r["predicted"])] += 1
+        gold = dev_gold.get(r["id"])
+        if not gold or r["answer"] is None:
+            continue
+        answer = r["choices"][labels.index(r["answer"])]
+        read = any(text_key(f["text"]) in gold for f in answer["facts"])
+        split[read].append(bool(r["correct"]))
+    acc = lambda xs: 100 * statistics.mean(xs) if xs else float("nan")  # noqa: E731
+    return {"acc_gold_read": acc(split[True]), "n_gold_read": len(split[True]),
+            "acc_gold_not_read": acc(split[False]), "n_gold_not_read": len(split[False]),
+            "top_position_share": 100 * max(positions.values()) / len(rows)}  # fmt: skip
 
 
 def load_config(path: str | Path) -> dict:

@@ -25,13 +25,13 @@ import copy
 import json
 import statistics
 import sys
-from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import (  # noqa: E402
     ROOT,
+    accuracy_split,
     load_result,
     machine,
     print_table,
@@ -150,25 +150,6 @@ def statistics_for(config: dict, max_length: int) -> dict:
             "recall@15": mean(rec[15]), "recall_pool": mean(anywhere), "gold_read": mean(read_share),
             "retrieved_not_read": mean(cut), "facts_read": statistics.mean(facts_read) if facts_read else 0.0,
             "pool_size": statistics.mean(pool_sizes) if pool_sizes else 0.0}  # fmt: skip
-
-
-def accuracy_split(predictions: Path, dev_gold: dict[str, set[str]]) -> dict:
-    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
-    split = {True: [], False: []}
-    positions = Counter()
-    for r in rows:
-        labels = [c["label"] for c in r["choices"]]
-        positions[labels.index(r["predicted"])] += 1
-        gold = dev_gold.get(r["id"])
-        if not gold or r["answer"] is None:
-            continue
-        answer = r["choices"][labels.index(r["answer"])]
-        read = any(text_key(f["text"]) in gold for f in answer["facts"])
-        split[read].append(bool(r["correct"]))
-    acc = lambda xs: 100 * statistics.mean(xs) if xs else float("nan")  # noqa: E731
-    return {"acc_gold_read": acc(split[True]), "n_gold_read": len(split[True]),
-            "acc_gold_not_read": acc(split[False]), "n_gold_not_read": len(split[False]),
-            "top_position_share": 100 * max(positions.values()) / len(rows)}  # fmt: skip
 
 
 def tag(dataset: str, setting: str, seed: int, args) -> str:
