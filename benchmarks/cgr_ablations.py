@@ -25,7 +25,7 @@ from benchmarks.common import (
     ROOT,
     accuracy_split,
     load_result,
-    machine,
+    machines,
     print_table,
     run_training,
     save_result,
@@ -130,9 +130,10 @@ def gold_cells(group: list[dict]) -> list[str]:
     if not runs:
         return ["–", "–"]
     read = [100 * r["n_gold_read"] / (r["n_gold_read"] + r["n_gold_not_read"]) for r in runs]
-    acc = [
-        f"{statistics.mean(r[k] for r in runs):.1f}" for k in ("acc_gold_read", "acc_gold_not_read")
-    ]
+    acc = []
+    for split, n in (("acc_gold_read", "n_gold_read"), ("acc_gold_not_read", "n_gold_not_read")):
+        values = [r[split] for r in runs if r[n]]  # a split with no question has no accuracy
+        acc.append(f"{statistics.mean(values):.1f}" if values else "–")
     return [f"{statistics.mean(read):.1f}", " / ".join(acc)]
 
 
@@ -205,9 +206,10 @@ def main() -> None:
                     f"{name}: accuracy {result['accuracy']:.4f} in {result['minutes']:.1f} min",
                     flush=True,
                 )
-    table, speeds = [], {}
+    table, speeds, measured = [], {}, []
     for row in ROWS:
         runs = [r for s in args.seeds if (r := load_result(tag(args.dataset, row, s, budget)))]
+        measured += runs
         for encoder in sorted({r.get("query_encoder", "trained") for r in runs}):
             group = [r for r in runs if r.get("query_encoder", "trained") == encoder]
             label = ROWS[row][0]
@@ -220,7 +222,7 @@ def main() -> None:
     print(f"{args.dataset} dev accuracy (%), {args.reader} reader, MiniLM retriever; budget: "
           f"{args.train_questions or 'all'} train questions x {args.epochs} epoch(s), max length {args.max_length}, "
           f"lr {budget.lr}; CGR gradient clipping {args.gradient_clipping}; "
-          f"seeds {args.seeds}; {machine()}")  # fmt: skip
+          f"seeds {args.seeds}; {machines(measured)}")  # fmt: skip
     columns = ["model", "dev accuracy", "seeds", "train questions/s", "minutes/run",
                "gold read %", "acc % gold read / not read"]  # fmt: skip
     if all(row[-2:] == ["–", "–"] for row in table):  # runs from before the gold split was saved
