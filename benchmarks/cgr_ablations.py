@@ -22,8 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import (
-    ROOT,
-    accuracy_split,
+    gold_split,
     load_result,
     machines,
     print_table,
@@ -107,21 +106,6 @@ def learning_rate(text: str) -> str:
     if not ok:
         raise argparse.ArgumentTypeError(f"--lr {text!r}: expected a positive number such as 1e-4")
     return text
-
-
-def gold_split(config: dict, name: str) -> dict:
-    """The gold-fact diagnostics of benchmarks/evidence.py for a finished run: accuracy when the
-    answer choice's facts as read hold a gold fact and when not ({} where dev has no gold facts)."""
-    from cgr.data.gold import attach_gold_facts
-    from cgr.data.loaders import load_multiple_choice
-    from cgr.evidence.selection import text_key
-
-    questions = load_multiple_choice(ROOT / config["data"]["dev_file"])
-    if files := config["data"].get("gold_facts_files"):
-        attach_gold_facts(questions, [str(ROOT / f) for f in files])
-    gold = {q.id: {text_key(g) for g in q.gold_facts} for q in questions if q.gold_facts}
-    preds = next((ROOT / "checkpoints" / "bench" / name).glob("predictions-*.jsonl"), None)
-    return accuracy_split(preds, gold) if gold and preds else {}
 
 
 def gold_cells(group: list[dict]) -> list[str]:

@@ -78,6 +78,21 @@ def accuracy_split(predictions: Path, dev_gold: dict[str, set[str]]) -> dict:
             "top_position_share": 100 * max(positions.values()) / len(rows)}  # fmt: skip
 
 
+def gold_split(config: dict, name: str) -> dict:
+    """`accuracy_split` of a finished `run_training` run: its dev predictions against the dev
+    file's gold facts (OBQA's `fact1`, or `data.gold_facts_files`); {} where dev has none."""
+    from cgr.data.gold import attach_gold_facts
+    from cgr.data.loaders import load_multiple_choice
+    from cgr.evidence.selection import text_key
+
+    questions = load_multiple_choice(ROOT / config["data"]["dev_file"])
+    if files := config["data"].get("gold_facts_files"):
+        attach_gold_facts(questions, [str(ROOT / f) for f in files])
+    gold = {q.id: {text_key(g) for g in q.gold_facts} for q in questions if q.gold_facts}
+    preds = next((ROOT / "checkpoints" / "bench" / name).glob("predictions-*.jsonl"), None)
+    return accuracy_split(preds, gold) if gold and preds else {}
+
+
 def load_config(path: str | Path) -> dict:
     return yaml.safe_load((ROOT / path).read_text())
 

@@ -30,8 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import (  # noqa: E402
-    ROOT,
-    accuracy_split,
+    gold_split,
     load_result,
     machine,
     print_table,
@@ -220,11 +219,7 @@ def main() -> None:
             result = load_result(name)
             if result is None and args.train:
                 result = run_training(setting_config(base, setting, seed, args), name)
-                dm = datamodule(config)
-                gold = {ex.question_id: {text_key(g) for g in ex.gold_facts}
-                        for ex in dm.load_pools("dev", config["data"]["dev_file"])}  # fmt: skip
-                preds = next((ROOT / "checkpoints" / "bench" / name).glob("predictions-*.jsonl"))
-                result.update(accuracy_split(preds, gold))
+                result.update(gold_split(config, name))
                 save_result(
                     name, {"setting": setting, "seed": seed, "budget": vars(args), **result}
                 )
