@@ -25,6 +25,7 @@ from cgr.evidence.pools import (
 from cgr.evidence.selection import EvidenceConfig
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.factory import RetrievalConfig
+from cgr.training.sampling import ResumableLoader, ResumableSampler
 from cgr.training.settings import check_data_numbers
 from cgr.validation import at_least
 
@@ -212,27 +213,23 @@ class QADataModule(pl.LightningDataModule):
                 self.splits[split] = self._examples(split, files[split])
 
     def _loader(self, split: str, batch_size: int, shuffle: bool) -> DataLoader:
-        sampler = None
         # the attached trainer decides, not an initialised process group: `cgr train` evaluates
         # on rank zero with a one-device Trainer after a DDP fit, and must score every question
         trainer = self.trainer  # None until a Trainer attaches the DataModule
-        if trainer is not None and trainer.world_size > 1:
-            # our own sampler: Lightning keeps it, so `shuffle: false` stays unshuffled under DDP
-            sampler = DistributedSampler(
-                self.splits[split],
-                num_replicas=trainer.world_size,
-                rank=trainer.global_rank,
-                shuffle=shuffle,
-                seed=torch.initial_seed() % 2**31,
-            )
-        return DataLoader(
-            self.splits[split],
-            batch_size=batch_size,
-            shuffle=shuffle if sampler is None else None,
-            sampler=sampler,
-            num_workers=self.hparams.num_workers,
-            collate_fn=self._collate,
-        )
+        world, rank = (trainer.world_size, trainer.global_rank) if trainer is not None else (1, 0)
+        common = {"batch_size": batch_size, "num_workers": self.hparams.num_workers,
+                  "collate_fn": self._collate}  # fmt: skip
+        if split == "train" and trainer is not None:
+            # a DistributedSampler subclass, so Lightning keeps it under DDP (and `shuffle:
+            # false` stays unshuffled), whose epoch a resumed run continues where it stopped
+            sampler = ResumableSampler(self.splits[split], world, rank, shuffle,
+                                       seed=torch.initial_seed() % 2**31)  # fmt: skip
+            return ResumableLoader(self.splits[split], sampler=sampler, trainer=trainer, **common)
+        if world > 1:
+            sampler = DistributedSampler(self.splits[split], world, rank, shuffle=shuffle,
+                                         seed=torch.initial_seed() % 2**31)  # fmt: skip
+            return DataLoader(self.splits[split], sampler=sampler, **common)
+        return DataLoader(self.splits[split], shuffle=shuffle, **common)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", self.hparams.batch_size, self.hparams.shuffle)

@@ -1,0 +1,82 @@
+"""ResumableSampler/ResumableLoader: a run killed part-way through an epoch and resumed from its
+last.ckpt trains on exactly the questions, in exactly the order, of a run never killed."""
+
+from __future__ import annotations
+
+import pytest
+import pytorch_lightning as pl
+import torch
+
+from cgr.chains.builder import ChainConfig
+from cgr.retrieval.factory import RetrievalConfig
+from cgr.training.datamodule import QADataModule
+from cgr.training.sampling import ResumableSampler
+from tests.conftest import SAMPLE
+
+
+class Killed(RuntimeError):
+    pass
+
+
+class OrderRecorder(pl.LightningModule):
+    """Records the question ids of every training batch; raises after `kill_after` batches."""
+
+    def __init__(self, kill_after: int | None = None):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(1))
+        self.kill_after, self.seen = kill_after, []
+
+    def training_step(self, batch, batch_idx):
+        if self.kill_after is not None and len(self.seen) == self.kill_after:
+            raise Killed
+        self.seen.append([ex.question_id for ex in batch])
+        return (self.weight - 1.0).pow(2).sum()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def _fit(tmp_path, module: OrderRecorder, ckpt_path=None) -> None:
+    pl.seed_everything(7)
+    dm = QADataModule(
+        train_file=str(SAMPLE / "train.jsonl"), dev_file=str(SAMPLE / "dev.jsonl"),
+        retrieval=RetrievalConfig(method="none"), chains=ChainConfig(enabled=False),
+        batch_size=3, pool_cache_dir=str(tmp_path / "pools"),
+    )  # fmt: skip
+    every_two = pl.callbacks.ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True,
+                                             every_n_train_steps=2, save_top_k=0)  # fmt: skip
+    trainer = pl.Trainer(max_epochs=3, limit_val_batches=0, callbacks=[every_two],
+                         logger=False, enable_progress_bar=False, enable_model_summary=False,
+                         accelerator="cpu")  # fmt: skip
+    trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path)
+
+
+@pytest.mark.parametrize("kill_after", [3, 9])  # in the first epoch; in the second
+def test_a_resumed_run_trains_on_what_the_killed_run_had_left(tmp_path, kill_after):
+    whole = OrderRecorder()
+    _fit(tmp_path / "whole", whole)
+    per_epoch = len(whole.seen) // 3
+    assert per_epoch >= 4 and len({tuple(b) for b in whole.seen}) > per_epoch  # epochs reshuffle
+
+    killed = OrderRecorder(kill_after=kill_after)
+    with pytest.raises(Killed):
+        _fit(tmp_path / "parts", killed)
+    saved = torch.load(tmp_path / "parts" / "ckpt" / "last.ckpt", weights_only=False)
+    done = saved["global_step"]  # last.ckpt is every 2 steps: the batches after it run again
+    assert 0 < done <= kill_after
+    resumed = OrderRecorder()
+    _fit(tmp_path / "parts", resumed, ckpt_path=tmp_path / "parts" / "ckpt" / "last.ckpt")
+    assert killed.seen[:done] + resumed.seen == whole.seen
+
+
+def test_set_epoch_keeps_the_resumed_epochs_skip_and_drops_it_for_the_next():
+    sampler = ResumableSampler(list(range(10)), shuffle=True, seed=3)
+    sampler.set_epoch(1)
+    epoch_one = list(sampler)
+    sampler.resume(1, 4)
+    sampler.set_epoch(1)  # Lightning repeats the resumed epoch's number
+    assert list(sampler) == epoch_one[4:]
+    assert list(sampler) == epoch_one  # the skip is spent
+    sampler.resume(1, 4)
+    sampler.set_epoch(2)
+    assert len(list(sampler)) == 10 and len(sampler) == 10
