@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
-from torch.utils.data import DataLoader, DistributedSampler
+from torch.utils.data import DataLoader
 
 from cgr.chains.builder import ChainConfig
 from cgr.data.gold import attach_gold_facts
@@ -216,20 +216,17 @@ class QADataModule(pl.LightningDataModule):
         # the attached trainer decides, not an initialised process group: `cgr train` evaluates
         # on rank zero with a one-device Trainer after a DDP fit, and must score every question
         trainer = self.trainer  # None until a Trainer attaches the DataModule
-        world, rank = (trainer.world_size, trainer.global_rank) if trainer is not None else (1, 0)
         common = {"batch_size": batch_size, "num_workers": self.hparams.num_workers,
                   "collate_fn": self._collate}  # fmt: skip
-        if split == "train" and trainer is not None:
-            # a DistributedSampler subclass, so Lightning keeps it under DDP (and `shuffle:
-            # false` stays unshuffled), whose epoch a resumed run continues where it stopped
-            sampler = ResumableSampler(self.splits[split], world, rank, shuffle,
-                                       seed=torch.initial_seed() % 2**31)  # fmt: skip
+        if trainer is None or (trainer.world_size == 1 and split != "train"):
+            return DataLoader(self.splits[split], shuffle=shuffle, **common)
+        # our own DistributedSampler subclass: Lightning keeps it under DDP (so `shuffle: false`
+        # stays unshuffled), and a resumed run continues its training epoch where it stopped
+        sampler = ResumableSampler(self.splits[split], trainer.world_size, trainer.global_rank,
+                                   shuffle, seed=torch.initial_seed() % 2**31)  # fmt: skip
+        if split == "train":
             return ResumableLoader(self.splits[split], sampler=sampler, trainer=trainer, **common)
-        if world > 1:
-            sampler = DistributedSampler(self.splits[split], world, rank, shuffle=shuffle,
-                                         seed=torch.initial_seed() % 2**31)  # fmt: skip
-            return DataLoader(self.splits[split], sampler=sampler, **common)
-        return DataLoader(self.splits[split], shuffle=shuffle, **common)
+        return DataLoader(self.splits[split], sampler=sampler, **common)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", self.hparams.batch_size, self.hparams.shuffle)

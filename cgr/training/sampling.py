@@ -30,10 +30,9 @@ class ResumableSampler(DistributedSampler):
     def __iter__(self) -> Iterator[int]:
         order = list(super().__iter__())
         skip, self.skip = self.skip, 0  # a part-way start is for the resumed epoch alone
+        # __len__ stays the whole epoch's: Lightning counts a resumed epoch's batches from where
+        # it stopped, so the epoch ends when this shorter iterator does
         return iter(order[skip:])
-
-    # __len__ stays the whole epoch's: Lightning counts a resumed epoch's batches from where it
-    # stopped, so the epoch ends when this shorter iterator does
 
 
 class ResumableLoader(DataLoader):
