@@ -25,6 +25,7 @@ from benchmarks.common import (
     gold_split,
     load_result,
     machines,
+    paired_counts,
     print_table,
     run_training,
     save_result,
@@ -214,6 +215,12 @@ def main() -> None:
     print_table(columns, table)
     if "cgr" in speeds and "iterative" in speeds:
         print(f"CGR / reader-only training speed: {speeds['cgr'] / speeds['iterative']:.2f}")
+    for seed in args.seeds:
+        names = [tag(args.dataset, row, seed, budget) for row in ("iterative", "cgr")]
+        if all(load_result(n) for n in names) and (paired := paired_counts(*names)):
+            print(f"seed {seed}, paired on dev questions: iterative right where CGR is wrong "
+                  f"{paired[0]}, CGR right where iterative is wrong {paired[1]}; exact McNemar "
+                  f"p = {paired[2]:.2f}")  # fmt: skip
 
 
 if __name__ == "__main__":

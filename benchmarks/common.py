@@ -78,6 +78,27 @@ def accuracy_split(predictions: Path, dev_gold: dict[str, set[str]]) -> dict:
             "top_position_share": 100 * max(positions.values()) / len(rows)}  # fmt: skip
 
 
+def paired_counts(name_a: str, name_b: str) -> tuple[int, int, float] | None:
+    """Two finished runs' dev predictions compared question by question: (a right where b is
+    wrong, b right where a is wrong, exact two-sided McNemar p). Seeds of one row spread by a
+    point or two, so a paired test says more than the means; None where a run's predictions are
+    not on this machine."""
+    from math import comb
+
+    found = [next((ROOT / "checkpoints" / "bench" / n).glob("predictions-*.jsonl"), None)
+             for n in (name_a, name_b)]  # fmt: skip
+    if None in found:
+        return None
+    right = [{(r := json.loads(line))["id"]: bool(r["correct"]) for line in f.read_text().splitlines()}
+             for f in found]  # fmt: skip
+    both = right[0].keys() & right[1].keys()
+    a_only = sum(right[0][q] and not right[1][q] for q in both)
+    b_only = sum(right[1][q] and not right[0][q] for q in both)
+    n = a_only + b_only
+    tail = sum(comb(n, k) for k in range(min(a_only, b_only) + 1)) / 2**n if n else 0.5
+    return a_only, b_only, min(1.0, 2 * tail)
+
+
 def gold_split(config: dict, name: str) -> dict:
     """`accuracy_split` of a finished `run_training` run: its dev predictions against the dev
     file's gold facts (OBQA's `fact1`, or `data.gold_facts_files`); {} where dev has none."""
