@@ -217,10 +217,15 @@ def main() -> None:
         print(f"CGR / reader-only training speed: {speeds['cgr'] / speeds['iterative']:.2f}")
     for seed in args.seeds:
         names = [tag(args.dataset, row, seed, budget) for row in ("iterative", "cgr")]
-        if all(load_result(n) for n in names) and (paired := paired_counts(*names)):
+        if all(load_result(n) for n in names) and (paired := paired_counts(base, *names)):
             print(f"seed {seed}, paired on dev questions: iterative right where CGR is wrong "
-                  f"{paired[0]}, CGR right where iterative is wrong {paired[1]}; exact McNemar "
-                  f"p = {paired[2]:.2f}")  # fmt: skip
+                  f"{paired['a_only']}, CGR right where iterative is wrong {paired['b_only']}; "
+                  f"exact McNemar p = {paired['p']:.2f}")  # fmt: skip
+            cells = {(True, True): "both", (True, False): "iterative only",
+                     (False, True): "CGR only", (False, False): "neither"}  # fmt: skip
+            print("  by who read the gold fact (questions: right with iterative / CGR): " + ", ".join(
+                f"{label} {c[0]}: {c[1]} / {c[2]}" for key, label in cells.items()
+                if (c := paired["by_gold"].get(key))))  # fmt: skip
 
 
 if __name__ == "__main__":

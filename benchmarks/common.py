@@ -55,53 +55,32 @@ def print_table(columns: list[str], rows: list[list]) -> None:
         print("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row) + " |")
 
 
-def accuracy_split(predictions: Path, dev_gold: dict[str, set[str]]) -> dict:
-    """Dev accuracy split by whether the answer choice's facts as read include a gold fact
-    (`text_key`-normalised), and the share of the most frequent predicted position."""
+def answer_read(record: dict, gold: set[str]) -> bool:
+    """Whether the answer choice's facts as read hold a gold fact (`text_key`-normalised)."""
     from cgr.evidence.selection import text_key
 
+    answer = next(c for c in record["choices"] if c["label"] == record["answer"])
+    return any(text_key(f["text"]) in gold for f in answer["facts"])
+
+
+def accuracy_split(predictions: Path, dev_gold: dict[str, set[str]]) -> dict:
+    """Dev accuracy split by whether the answer choice's facts as read include a gold fact,
+    and the share of the most frequent predicted position."""
     rows = [json.loads(line) for line in predictions.read_text().splitlines()]
     split = {True: [], False: []}
     positions = Counter()
     for r in rows:
-        labels = [c["label"] for c in r["choices"]]
-        positions[labels.index(r["predicted"])] += 1
-        gold = dev_gold.get(r["id"])
-        if not gold or r["answer"] is None:
-            continue
-        answer = r["choices"][labels.index(r["answer"])]
-        read = any(text_key(f["text"]) in gold for f in answer["facts"])
-        split[read].append(bool(r["correct"]))
+        positions[[c["label"] for c in r["choices"]].index(r["predicted"])] += 1
+        if (gold := dev_gold.get(r["id"])) and r["answer"] is not None:
+            split[answer_read(r, gold)].append(bool(r["correct"]))
     acc = lambda xs: 100 * statistics.mean(xs) if xs else float("nan")  # noqa: E731
     return {"acc_gold_read": acc(split[True]), "n_gold_read": len(split[True]),
             "acc_gold_not_read": acc(split[False]), "n_gold_not_read": len(split[False]),
             "top_position_share": 100 * max(positions.values()) / len(rows)}  # fmt: skip
 
 
-def paired_counts(name_a: str, name_b: str) -> tuple[int, int, float] | None:
-    """Two finished runs' dev predictions compared question by question: (a right where b is
-    wrong, b right where a is wrong, exact two-sided McNemar p). Seeds of one row spread by a
-    point or two, so a paired test says more than the means; None where a run's predictions are
-    not on this machine."""
-    from math import comb
-
-    found = [next((ROOT / "checkpoints" / "bench" / n).glob("predictions-*.jsonl"), None)
-             for n in (name_a, name_b)]  # fmt: skip
-    if None in found:
-        return None
-    right = [{(r := json.loads(line))["id"]: bool(r["correct"]) for line in f.read_text().splitlines()}
-             for f in found]  # fmt: skip
-    both = right[0].keys() & right[1].keys()
-    a_only = sum(right[0][q] and not right[1][q] for q in both)
-    b_only = sum(right[1][q] and not right[0][q] for q in both)
-    n = a_only + b_only
-    tail = sum(comb(n, k) for k in range(min(a_only, b_only) + 1)) / 2**n if n else 0.5
-    return a_only, b_only, min(1.0, 2 * tail)
-
-
-def gold_split(config: dict, name: str) -> dict:
-    """`accuracy_split` of a finished `run_training` run: its dev predictions against the dev
-    file's gold facts (OBQA's `fact1`, or `data.gold_facts_files`); {} where dev has none."""
+def dev_gold(config: dict) -> dict[str, set[str]]:
+    """The dev file's gold facts by question id (OBQA's `fact1`, or `data.gold_facts_files`)."""
     from cgr.data.gold import attach_gold_facts
     from cgr.data.loaders import load_multiple_choice
     from cgr.evidence.selection import text_key
@@ -109,9 +88,48 @@ def gold_split(config: dict, name: str) -> dict:
     questions = load_multiple_choice(ROOT / config["data"]["dev_file"])
     if files := config["data"].get("gold_facts_files"):
         attach_gold_facts(questions, [str(ROOT / f) for f in files])
-    gold = {q.id: {text_key(g) for g in q.gold_facts} for q in questions if q.gold_facts}
-    preds = next((ROOT / "checkpoints" / "bench" / name).glob("predictions-*.jsonl"), None)
+    return {q.id: {text_key(g) for g in q.gold_facts} for q in questions if q.gold_facts}
+
+
+def predictions_of(name: str) -> Path | None:
+    """The dev predictions a finished `run_training` run wrote, where they are on this machine."""
+    return next((ROOT / "checkpoints" / "bench" / name).glob("predictions-*.jsonl"), None)
+
+
+def gold_split(config: dict, name: str) -> dict:
+    """`accuracy_split` of a finished `run_training` run; {} where dev has no gold facts."""
+    gold, preds = dev_gold(config), predictions_of(name)
     return accuracy_split(preds, gold) if gold and preds else {}
+
+
+def paired_counts(config: dict, name_a: str, name_b: str) -> dict | None:
+    """Two finished runs' dev predictions compared question by question: `a_only` / `b_only`
+    (right in one run, wrong in the other), the exact two-sided McNemar `p`, and `by_gold`:
+    for (a read the gold fact, b read it), [questions, right in a, right in b]. Seeds of one row
+    spread by a point or two, so a paired count says more than the means; None where a run's
+    predictions are not on this machine."""
+    from math import comb
+
+    found = [predictions_of(n) for n in (name_a, name_b)]
+    if None in found:
+        return None
+    runs = [
+        {(r := json.loads(line))["id"]: r for line in f.read_text().splitlines()} for f in found
+    ]
+    both = sorted(runs[0].keys() & runs[1].keys())
+    right = [{q: bool(run[q]["correct"]) for q in both} for run in runs]
+    a_only = sum(right[0][q] and not right[1][q] for q in both)
+    b_only = sum(right[1][q] and not right[0][q] for q in both)
+    n = a_only + b_only
+    tail = sum(comb(n, k) for k in range(min(a_only, b_only) + 1)) / 2**n if n else 0.5
+    gold, by_gold = dev_gold(config), {}
+    for q in both:
+        if q in gold and runs[0][q]["answer"] is not None:
+            cell = by_gold.setdefault(
+                tuple(answer_read(run[q], gold[q]) for run in runs), [0, 0, 0]
+            )
+            cell[0], cell[1], cell[2] = cell[0] + 1, cell[1] + right[0][q], cell[2] + right[1][q]
+    return {"a_only": a_only, "b_only": b_only, "p": min(1.0, 2 * tail), "by_gold": by_gold}
 
 
 def load_config(path: str | Path) -> dict:
