@@ -116,19 +116,17 @@ def paired_counts(config: dict, name_a: str, name_b: str) -> dict | None:
     runs = [
         {(r := json.loads(line))["id"]: r for line in f.read_text().splitlines()} for f in found
     ]
-    both = sorted(runs[0].keys() & runs[1].keys())
-    right = [{q: bool(run[q]["correct"]) for q in both} for run in runs]
-    a_only = sum(right[0][q] and not right[1][q] for q in both)
-    b_only = sum(right[1][q] and not right[0][q] for q in both)
-    n = a_only + b_only
-    tail = sum(comb(n, k) for k in range(min(a_only, b_only) + 1)) / 2**n if n else 0.5
-    gold, by_gold = dev_gold(config), {}
-    for q in both:
+    gold, by_gold, a_only, b_only = dev_gold(config), {}, 0, 0
+    for q in runs[0].keys() & runs[1].keys():
+        a, b = (bool(run[q]["correct"]) for run in runs)
+        a_only, b_only = a_only + (a and not b), b_only + (b and not a)
         if q in gold and runs[0][q]["answer"] is not None:
-            cell = by_gold.setdefault(
-                tuple(answer_read(run[q], gold[q]) for run in runs), [0, 0, 0]
-            )
-            cell[0], cell[1], cell[2] = cell[0] + 1, cell[1] + right[0][q], cell[2] + right[1][q]
+            key = tuple(answer_read(run[q], gold[q]) for run in runs)
+            by_gold[key] = [
+                sum(x) for x in zip(by_gold.get(key, [0, 0, 0]), (1, a, b), strict=True)
+            ]
+    n = a_only + b_only
+    tail = sum(comb(n, k) for k in range(min(a_only, b_only) + 1)) / 2**n
     return {"a_only": a_only, "b_only": b_only, "p": min(1.0, 2 * tail), "by_gold": by_gold}
 
 
