@@ -108,8 +108,6 @@ def paired_counts(config: dict, name_a: str, name_b: str) -> dict | None:
     for (a read the gold fact, b read it), [questions, right in a, right in b]. Seeds of one row
     spread by a point or two, so a paired count says more than the means; None where a run's
     predictions are not on this machine."""
-    from math import comb
-
     found = [predictions_of(n) for n in (name_a, name_b)]
     if None in found:
         return None
@@ -125,9 +123,17 @@ def paired_counts(config: dict, name_a: str, name_b: str) -> dict | None:
             by_gold[key] = [
                 sum(x) for x in zip(by_gold.get(key, [0, 0, 0]), (1, a, b), strict=True)
             ]
+    return {"a_only": a_only, "b_only": b_only, "p": mcnemar_p(a_only, b_only), "by_gold": by_gold}
+
+
+def mcnemar_p(a_only: int, b_only: int) -> float:
+    """Exact two-sided McNemar p: a binomial(n, 1/2) test on the n questions only one run got
+    right (1.0 where there are none)."""
+    from math import comb
+
     n = a_only + b_only
     tail = sum(comb(n, k) for k in range(min(a_only, b_only) + 1)) / 2**n
-    return {"a_only": a_only, "b_only": b_only, "p": min(1.0, 2 * tail), "by_gold": by_gold}
+    return min(1.0, 2 * tail)
 
 
 def load_config(path: str | Path) -> dict:
