@@ -29,6 +29,7 @@ from benchmarks.common import (
     print_table,
     run_training,
     save_result,
+    seed_differences,
     train_config,
 )  # noqa: E402
 from cgr.training.cgr_module import GRADIENT_CLIPPING  # noqa: E402
@@ -215,6 +216,11 @@ def main() -> None:
     print_table(columns, table)
     if "cgr" in speeds and "iterative" in speeds:
         print(f"CGR / reader-only training speed: {speeds['cgr'] / speeds['iterative']:.2f}")
+    by_seed = {row: {s: r["accuracy"] for s in args.seeds
+                     if (r := load_result(tag(args.dataset, row, s, budget)))}
+               for row in ("iterative", "cgr")}  # fmt: skip
+    if diff := seed_differences(by_seed["iterative"], by_seed["cgr"]):
+        print(f"CGR - iterative (points): {diff} (the paper: +1.6 over DPR)")
     for seed in args.seeds:
         names = [tag(args.dataset, row, seed, budget) for row in ("iterative", "cgr")]
         if all(load_result(n) for n in names) and (paired := paired_counts(base, *names)):

@@ -136,6 +136,19 @@ def mcnemar_p(a_only: int, b_only: int) -> float:
     return min(1.0, 2 * tail)
 
 
+def seed_differences(a: dict[int, float], b: dict[int, float]) -> str | None:
+    """`b - a` in points for each seed both rows have, with the mean (± std over seeds): the
+    number the paper's claim is about, paired by seed because the seeds of one row spread more
+    than the rows differ. Accuracies are fractions; None where no seed has both."""
+    seeds = sorted(a.keys() & b.keys())
+    if not seeds:
+        return None
+    diffs = [100 * (b[s] - a[s]) for s in seeds]
+    spread = f" ± {statistics.stdev(diffs):.1f}" if len(diffs) > 1 else ""
+    each = ", ".join(f"seed {s} {d:+.1f}" for s, d in zip(seeds, diffs, strict=True))
+    return f"{each}; mean {statistics.mean(diffs):+.1f}{spread}"
+
+
 def load_config(path: str | Path) -> dict:
     return yaml.safe_load((ROOT / path).read_text())
 

@@ -1,6 +1,6 @@
 """The paired statistic the ablation table prints (benchmarks/common.py)."""
 
-from benchmarks.common import mcnemar_p
+from benchmarks.common import mcnemar_p, seed_differences
 
 
 def test_mcnemar_p_matches_the_exact_binomial_test():
@@ -10,3 +10,12 @@ def test_mcnemar_p_matches_the_exact_binomial_test():
     assert mcnemar_p(0, 10) == 2 / 2**10
     assert mcnemar_p(0, 0) == 1.0
     assert mcnemar_p(5, 5) == 1.0
+
+
+def test_seed_differences_pair_rows_by_seed():
+    iterative = {1: 0.648, 2: 0.694, 3: 0.660}
+    cgr = {1: 0.624, 2: 0.700}
+    text = seed_differences(iterative, cgr)
+    assert text.startswith("seed 1 -2.4, seed 2 +0.6; mean -0.9 ± 2.1")
+    assert seed_differences(iterative, {1: 0.650}) == "seed 1 +0.2; mean +0.2"
+    assert seed_differences(iterative, {4: 0.7}) is None
