@@ -192,10 +192,11 @@ def main() -> None:
                     f"{name}: accuracy {result['accuracy']:.4f} in {result['minutes']:.1f} min",
                     flush=True,
                 )
-    table, speeds, measured = [], {}, []
+    table, speeds, measured, by_seed = [], {}, [], {}
     for row in ROWS:
         runs = [r for s in args.seeds if (r := load_result(tag(args.dataset, row, s, budget)))]
         measured += runs
+        by_seed[row] = {r["seed"]: r["accuracy"] for r in runs}
         for encoder in sorted({r.get("query_encoder", "trained") for r in runs}):
             group = [r for r in runs if r.get("query_encoder", "trained") == encoder]
             label = ROWS[row][0]
@@ -216,9 +217,6 @@ def main() -> None:
     print_table(columns, table)
     if "cgr" in speeds and "iterative" in speeds:
         print(f"CGR / reader-only training speed: {speeds['cgr'] / speeds['iterative']:.2f}")
-    by_seed = {row: {s: r["accuracy"] for s in args.seeds
-                     if (r := load_result(tag(args.dataset, row, s, budget)))}
-               for row in ("iterative", "cgr")}  # fmt: skip
     if diff := seed_differences(by_seed["iterative"], by_seed["cgr"]):
         print(f"CGR - iterative (points): {diff} (the paper: +1.6 over DPR)")
     for seed in args.seeds:

@@ -106,7 +106,7 @@ def paired_counts(config: dict, name_a: str, name_b: str) -> dict | None:
     """Two finished runs' dev predictions compared question by question: `a_only` / `b_only`
     (right in one run, wrong in the other), the exact two-sided McNemar `p`, and `by_gold`:
     for (a read the gold fact, b read it), [questions, right in a, right in b]. Seeds of one row
-    spread by a point or two, so a paired count says more than the means; None where a run's
+    spread by several points, so a paired count says more than the means; None where a run's
     predictions are not on this machine."""
     found = [predictions_of(n) for n in (name_a, name_b)]
     if None in found:
