@@ -55,6 +55,7 @@ ROWS = {
 }  # fmt: skip
 CONFIGS = {"obqa": "configs/obqa_cgr_cpu.yaml", "arc_challenge": "configs/arc_challenge.yaml"}
 HISTORIC_LR = 5e-5
+PAPER_MARGIN = 1.6  # CGR 82.4 against DPR 80.8 on OBQA test, in points (the paper's Table 2)
 # the reader's default rate by reader (configs/model/reader_*.yaml); --lr overrides it
 READER_LR = {"mpnet": 5e-5}
 READER_ARGS = ("reader_model", "max_length", "lr", "weight_decay", "warmup_ratio")
@@ -217,8 +218,8 @@ def main() -> None:
     print_table(columns, table)
     if "cgr" in speeds and "iterative" in speeds:
         print(f"CGR / reader-only training speed: {speeds['cgr'] / speeds['iterative']:.2f}")
-    if diff := seed_differences(by_seed["iterative"], by_seed["cgr"]):
-        print(f"CGR - iterative (points): {diff} (the paper: +1.6 over DPR)")
+    if diff := seed_differences(by_seed["iterative"], by_seed["cgr"], PAPER_MARGIN):
+        print(f"CGR - iterative (points): {diff} (the paper: +{PAPER_MARGIN} over DPR)")
     for seed in args.seeds:
         names = [tag(args.dataset, row, seed, budget) for row in ("iterative", "cgr")]
         if all(load_result(n) for n in names) and (paired := paired_counts(base, *names)):

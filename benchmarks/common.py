@@ -136,17 +136,25 @@ def mcnemar_p(a_only: int, b_only: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def seed_differences(a: dict[int, float], b: dict[int, float]) -> str | None:
+def seed_differences(
+    a: dict[int, float], b: dict[int, float], target: float | None = None
+) -> str | None:
     """`b - a` in points for each seed both rows have, with the mean (± std over seeds): the
     number the paper's claim is about, paired by seed because the seeds of one row spread more
-    than the rows differ. Accuracies are fractions; None where no seed has both."""
+    than the rows differ. Accuracies are fractions; None where no seed has both. With a
+    `target` (points) below the mean, also what one more seed's difference must be for the mean
+    to reach it: whether another seed can still change the reading."""
     seeds = sorted(a.keys() & b.keys())
     if not seeds:
         return None
     diffs = [100 * (b[s] - a[s]) for s in seeds]
     spread = f" ± {statistics.stdev(diffs):.1f}" if len(diffs) > 1 else ""
     each = ", ".join(f"seed {s} {d:+.1f}" for s, d in zip(seeds, diffs, strict=True))
-    return f"{each}; mean {statistics.mean(diffs):+.1f}{spread}"
+    text = f"{each}; mean {statistics.mean(diffs):+.1f}{spread}"
+    if target is not None and statistics.mean(diffs) < target:
+        needed = (len(diffs) + 1) * target - sum(diffs)
+        text += f"; for a mean of {target:+.1f} one more seed needs {needed:+.1f}"
+    return text
 
 
 def load_config(path: str | Path) -> dict:

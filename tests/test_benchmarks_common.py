@@ -19,3 +19,14 @@ def test_seed_differences_pair_rows_by_seed():
     assert text.startswith("seed 1 -2.4, seed 2 +0.6; mean -0.9 ± 2.1")
     assert seed_differences(iterative, {1: 0.650}) == "seed 1 +0.2; mean +0.2"
     assert seed_differences(iterative, {4: 0.7}) is None
+
+
+def test_seed_differences_say_what_one_more_seed_must_reach():
+    iterative, cgr = {1: 0.648, 2: 0.694}, {1: 0.624, 2: 0.680}
+    # (-2.4 - 1.4 + x) / 3 = 1.6  ->  x = 8.6
+    assert seed_differences(iterative, cgr, target=1.6).endswith(
+        "mean -1.9 ± 0.7; for a mean of +1.6 one more seed needs +8.6"
+    )
+    assert (
+        seed_differences(cgr, iterative, target=1.6) == "seed 1 +2.4, seed 2 +1.4; mean +1.9 ± 0.7"
+    )
