@@ -40,6 +40,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import RESULTS, machine, print_table, train_config  # noqa: E402
+from cgr.training.config import native_precision  # noqa: E402
 
 READER = "cgr.training.module.ReaderModule"
 READER_ARGS = ("reader_model", "max_length", "lr", "weight_decay", "warmup_ratio")
@@ -192,8 +193,9 @@ def row_config(base: dict, row: str, args: argparse.Namespace) -> dict:
                    enable_model_summary=False)  # fmt: skip
     trainer.pop("default_root_dir", None)
     trainer["accelerator"] = args.accelerator
-    if args.precision:
-        trainer["precision"] = args.precision
+    # what `cgr train` would run: emulated bf16 on a CPU without it is not a training speed
+    precision = args.precision or trainer.get("precision", "32-true")
+    trainer["precision"] = native_precision(precision, args.accelerator)
     data = config["data"]
     if args.train_questions:
         data["max_train_questions"] = args.train_questions

@@ -57,13 +57,13 @@ def cpu_has_native_bf16() -> bool:
         return False
 
 
-def bf16_where_native(trainer) -> None:
+def native_precision(precision: str, accelerator: str | None = "auto") -> str:
     """bf16-mixed on a CPU without bf16 instructions runs emulated, several times slower than
-    float32: train in 32-true there instead, and say so (configs ask for bf16 where it pays)."""
+    float32: 32-true there instead, said once (configs ask for bf16 where it pays). Anything
+    else is returned as asked. Shared by `cgr train` and the benchmarks that build a Trainer."""
     import torch
 
-    precision = str(trainer.get("precision"))
-    accelerator = str(trainer.get("accelerator") or "auto")
+    precision, accelerator = str(precision), str(accelerator or "auto")
     accelerated = torch.cuda.is_available() or torch.backends.mps.is_available()
     on_cpu = accelerator == "cpu" or (accelerator == "auto" and not accelerated)
     if precision.startswith("bf16") and on_cpu and not cpu_has_native_bf16():
@@ -71,7 +71,15 @@ def bf16_where_native(trainer) -> None:
             "trainer.precision=%s: this CPU has no bf16 instructions, training in 32-true",
             precision,
         )
-        trainer.precision = "32-true"
+        return "32-true"
+    return precision
+
+
+def bf16_where_native(trainer) -> None:
+    """`native_precision` applied to a parsed trainer config, before the Trainer exists."""
+    precision = trainer.get("precision")
+    if precision is not None:
+        trainer.precision = native_precision(precision, trainer.get("accelerator"))
 
 
 def train_cli(argv: list[str]) -> TrainCLI:
