@@ -59,7 +59,7 @@ def cpu_has_native_bf16() -> bool:
 
 def native_precision(precision: str, accelerator: str | None = "auto") -> str:
     """bf16-mixed on a CPU without bf16 instructions runs emulated, several times slower than
-    float32: 32-true there instead, said once (configs ask for bf16 where it pays). Anything
+    float32: 32-true there instead, with a warning (configs ask for bf16 where it pays). Anything
     else is returned as asked. Shared by `cgr train` and the benchmarks that build a Trainer."""
     import torch
 
