@@ -150,8 +150,9 @@ def seed_differences(
     diffs = [100 * (b[s] - a[s]) for s in seeds]
     spread = f" ± {statistics.stdev(diffs):.1f}" if len(diffs) > 1 else ""
     each = ", ".join(f"seed {s} {d:+.1f}" for s, d in zip(seeds, diffs, strict=True))
-    text = f"{each}; mean {statistics.mean(diffs):+.1f}{spread}"
-    if target is not None and statistics.mean(diffs) < target:
+    mean = statistics.mean(diffs)
+    text = f"{each}; mean {mean:+.1f}{spread}"
+    if target is not None and mean < target:
         needed = (len(diffs) + 1) * target - sum(diffs)
         text += f"; for a mean of {target:+.1f} one more seed needs {needed:+.1f}"
     return text

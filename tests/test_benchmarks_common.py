@@ -1,4 +1,7 @@
-"""The paired statistic the ablation table prints (benchmarks/common.py)."""
+"""What the benchmarks print: the paired statistic of the ablation table (benchmarks/common.py)
+and the precision train_speed.py times."""
+
+import pytest
 
 from benchmarks.common import mcnemar_p, seed_differences
 
@@ -30,3 +33,23 @@ def test_seed_differences_say_what_one_more_seed_must_reach():
     assert (
         seed_differences(cgr, iterative, target=1.6) == "seed 1 +2.4, seed 2 +1.4; mean +1.9 ± 0.7"
     )
+
+
+@pytest.mark.parametrize(("native", "expected"), [(False, "32-true"), (True, "bf16-mixed")])
+def test_train_speed_times_the_precision_cgr_train_would_use(native, expected, monkeypatch):
+    import argparse
+
+    from benchmarks import train_speed
+    from benchmarks.common import train_config
+    from cgr.training import config
+
+    monkeypatch.setattr(config, "cpu_has_native_bf16", lambda: native)
+    base = train_config("configs/default.yaml")
+    assert base["trainer"]["precision"] == "bf16-mixed"
+    args = argparse.Namespace(accelerator="cpu", precision=None, train_questions=None,
+                              dev_file=None, batch_size=None, num_workers=None, cold=False)  # fmt: skip
+    for precision in (None, "bf16-mixed"):  # the config's, or asked for
+        args.precision = precision
+        assert train_speed.row_config(base, "cgr", args)["trainer"]["precision"] == expected
+    args.precision = "32-true"
+    assert train_speed.row_config(base, "reader", args)["trainer"]["precision"] == "32-true"

@@ -54,23 +54,3 @@ def test_bf16_falls_back_to_float32_only_on_a_cpu_without_bf16(
     trainer = Namespace(precision="bf16-mixed", accelerator=accelerator)
     config.bf16_where_native(trainer)
     assert trainer.precision == expected
-
-
-@pytest.mark.parametrize(("native", "expected"), [(False, "32-true"), (True, "bf16-mixed")])
-def test_train_speed_times_the_precision_cgr_train_would_use(native, expected, monkeypatch):
-    import argparse
-
-    from benchmarks import train_speed
-    from benchmarks.common import train_config
-    from cgr.training import config
-
-    monkeypatch.setattr(config, "cpu_has_native_bf16", lambda: native)
-    base = train_config("configs/default.yaml")
-    assert base["trainer"]["precision"] == "bf16-mixed"
-    args = argparse.Namespace(accelerator="cpu", precision=None, train_questions=None,
-                              dev_file=None, batch_size=None, num_workers=None, cold=False)  # fmt: skip
-    for precision in (None, "bf16-mixed"):  # the config's, or asked for
-        args.precision = precision
-        assert train_speed.row_config(base, "cgr", args)["trainer"]["precision"] == expected
-    args.precision = "32-true"
-    assert train_speed.row_config(base, "reader", args)["trainer"]["precision"] == "32-true"
