@@ -23,10 +23,11 @@ from cgr.data.loaders import load_multiple_choice
 from cgr.data.records import Choice, Question
 from cgr.errors import ConfigError
 from cgr.evaluation.predict import (
+    check_query_encoder,
     data_settings,
     load_module,
     module_class,
-    uses_trained_query_encoder,
+    retrieval_encoder,
 )
 from cgr.evaluation.prediction import Prediction
 from cgr.evidence.pipeline import EvidencePipeline
@@ -86,15 +87,16 @@ class Predictor:
         """Loads with `weights_only=True` (a crafted pickle is refused). `chains=False` reads the
         plain pool instead of Ê; None keeps the checkpoint's setting. `query_encoder`: a CGR
         checkpoint retrieves with its "trained" query encoder, the "base" one it started from,
-        or ("auto", as `cgr eval`) the one its reader's training evidence came from."""
+        or ("auto", as `cgr eval`) the snapshot its reader's last training evidence came from."""
         checkpoint = read_checkpoint(path)
-        trained_encoder = uses_trained_query_encoder(checkpoint, query_encoder)
+        check_query_encoder(query_encoder)
         pipeline = EvidencePipeline.from_settings(data_settings(checkpoint), progress=False)
         if chains is not None:
             pipeline.chains.enabled = chains
         module = load_module(path, checkpoint, _device(device))
-        if hasattr(module, "query_encoder") and trained_encoder:  # CGR
-            pipeline.use_query_encoder(module.query_encoder.eval())
+        encoder = retrieval_encoder(module, checkpoint, query_encoder)
+        if encoder is not None:  # CGR
+            pipeline.use_query_encoder(encoder)
         return cls(module, pipeline, batch_size)
 
     def predict(

@@ -81,7 +81,7 @@ def evaluate_command(argv: list[str]) -> int:
         choices=QUERY_ENCODERS,
         default="auto",
         help="CGR: retrieve with the trained query encoder, the one it started from, or (auto) "
-        "the one the reader's training evidence came from (base until a refresh ran)",
+        "the snapshot the reader's last training evidence came from (base until a refresh ran)",
     )
     args = parser.parse_args(argv)
     checkpoint = _eval_inputs(args)

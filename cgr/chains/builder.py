@@ -43,7 +43,14 @@ class ChainConfig:
     max_chains: int = 20
     evidence_chains: int = 100
     time_budget_s: float = 0.5
-    merge_roots: bool = True
+    # the paper's graph (§2.2): no inter-AMR link through an AMR's root; true: roots link too
+    merge_roots: bool = False
+    # a root that is no predicate frame (a copula's class noun, "a whale is a mammal") links;
+    # the paper's rule keeps it apart too
+    merge_noun_roots: bool = False
+    # the paper's nodes: a node with constant attributes is replaced by their values (the
+    # authors' code); false keeps its concept beside them
+    replace_attributed: bool = True
     pad_evidence: bool = True
     # Snowball-stem every concept ("collection" meets "collect"); off here so checkpoints saved
     # before this option read their chains as they were trained; configs/chains turns it on
@@ -164,7 +171,12 @@ def search_share(
 ) -> tuple[list[tuple[list, list]], Counter, list[float]]:
     """AMR concepts and chain search for a share of the questions (in a worker process or not):
     per question (its chains per choice, its Ê per choice), the counters and search seconds."""
-    concepts = {s: amr_concepts(g, cfg.merge_roots, cfg.stem_concepts) for s, g in graphs.items()}
+    concepts = {
+        s: amr_concepts(
+            g, cfg.merge_roots, cfg.stem_concepts, cfg.replace_attributed, cfg.merge_noun_roots
+        )
+        for s, g in graphs.items()
+    }
     counters: Counter[str] = Counter()
     seconds: list[float] = []
     counters["facts_without_concepts"] += sum(

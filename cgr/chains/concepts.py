@@ -3,10 +3,13 @@
 Documented choices (paper §2.2 is silent on most of them; the authors' code differs where noted):
 * a concept is lower-cased with its sense suffix removed (`need-01` -> `need`), hyphens become
   spaces; digits are kept (the authors strip them, which merges "6" with every other number);
-* a node with a `:name` takes the name's string as its concept ("isaac newton" instead of
-  `person`), the `name` node itself is dropped;
-* attribute values become concept nodes (`:quant 6` -> "6"), except `:polarity -` (in the
-  authors' code it becomes one empty node that links every negated fact);
+* nodes (paper §2.2): a node carrying constant attributes is replaced by their values, so
+  `(n / name :op1 "Isaac" :op2 "Newton")` becomes "isaac newton" (the `person` above it stays,
+  and is a stop concept) and `:quant 6` makes its node "6"; `:polarity -` and `:mode` replace
+  nothing (in the authors' code `:polarity -` becomes one empty node that links every negated
+  fact);
+* roots (paper §2.2: no inter-AMR edge through any AMR's root) are left out of the concepts
+  unless `merge_roots` (a package switch) lets them link;
 * stop concepts (`and`, `or`, `thing`, pronouns, light verbs, AMR frames such as
   `be-located-at-91`, question and function words such as `what`, `when`, `other`) never link
   facts: they carry no content shared between sentences;
@@ -78,13 +81,24 @@ def stemmed(amr: AMRConcepts) -> AMRConcepts:
 
 
 def amr_concepts(
-    graph: str | penman.Graph | None, merge_roots: bool = True, stem: bool = False
+    graph: str | penman.Graph | None,
+    merge_roots: bool = False,
+    stem: bool = False,
+    replace_attributed: bool = True,
+    merge_noun_roots: bool = False,
 ) -> AMRConcepts:
     """Concepts of a PENMAN graph; an unparsable or empty graph gives no concepts (no crash).
 
-    With `merge_roots=False` (the paper's rule) the root concept is kept out of `concepts`, so it
-    cannot be merged with other AMRs; our default merges roots because the embedded parser puts
-    copula complements at the root ("a whale is a mammal" -> root `mammal`).
+    The paper's nodes (§2.2): an over-general node that carries constant attributes is replaced
+    by them: `(n / name :op1 "Earth")` becomes "earth" (the `planet` above it stays), a
+    `(t / temperature-quantity :quant 100)` becomes "100". `:polarity` and `:mode` are grammar,
+    not referents, and replace nothing. With `merge_roots=False` (the paper's inter-AMR rule:
+    roots, "mostly verbs", would link unrelated sentences) the root's concept is left out of
+    `concepts`, so no other AMR can meet it; `True` lets roots link (a package switch).
+    `merge_noun_roots` (a package switch) lets a root that is not a predicate frame (no sense
+    suffix: `(m / mammal :domain (w / whale))`) link, as copula sentences put their class noun
+    there. `replace_attributed=False` (a package switch) keeps a node's concept beside its values, so
+    `(l / leg :quant 6)` gives "leg" and "6"; the authors' code replaces it, as here.
     """
     if graph is None:
         return AMRConcepts()
@@ -92,31 +106,32 @@ def amr_concepts(
         g = penman.decode(graph) if isinstance(graph, str) else graph
     except Exception:
         return AMRConcepts()
-    names: dict[str, str] = {}
     instances = {v: c for v, _, c in g.instances()}
-    for source, role, target in g.edges():
-        if role == ":name":
-            ops = sorted(
-                (r, t) for s, r, t in g.attributes() if s == target and r.startswith(":op")
-            )
-            names[source] = " ".join(str(t).strip('"') for _, t in ops).lower()
-    concept_of: dict[str, str] = {}
-    for var, concept in instances.items():
-        if concept == "name" and any(t == var for _, r, t in g.edges() if r == ":name"):
-            continue
-        concept_of[var] = names.get(var) or normalize_concept(concept or "")
-    out = AMRConcepts(root=concept_of.get(g.top))
-    for var, concept in concept_of.items():
-        if is_content(concept) and (merge_roots or var != g.top):
-            out.concepts.add(concept)
+    values: dict[str, list[str]] = {}  # var -> the attribute values that replace its concept
     for source, role, target in g.attributes():
-        if role in {":polarity", ":instance"} or role.startswith(":op") or role == ":wiki":
+        if source not in instances or role in _NOT_REFERENTS:
             continue
-        value = normalize_concept(str(target))
-        if is_content(value) and source in concept_of:
-            out.concepts.add(value)
-            out.edges.add((concept_of[source], role, value))
+        values.setdefault(source, []).append(str(target).strip('"'))
+    concept_of: dict[str, list[str]] = {}
+    for var, concept in instances.items():
+        if instances[var] == "name" and var in values:  # :op1 "Isaac" :op2 "Newton" -> one name
+            concept_of[var] = [" ".join(values[var]).lower()]
+        elif var in values:
+            own = [] if replace_attributed else [normalize_concept(concept or "")]
+            concept_of[var] = own + [normalize_concept(v) for v in values[var]]
+        else:
+            concept_of[var] = [normalize_concept(concept or "")]
+    out = AMRConcepts(root=(concept_of.get(g.top) or [None])[0])
+    root_links = merge_roots or (merge_noun_roots and not _SENSE.search(instances.get(g.top) or ""))
+    for var, concepts in concept_of.items():
+        if root_links or var != g.top:
+            out.concepts.update(c for c in concepts if is_content(c))
     for source, role, target in g.edges():
-        if source in concept_of and target in concept_of and role != ":name":
-            out.edges.add((concept_of[source], role, concept_of[target]))
+        if source in concept_of and target in concept_of:
+            for a in concept_of[source]:
+                out.edges.update((a, role, b) for b in concept_of[target])
     return stemmed(out) if stem else out
+
+
+# attributes that say how a sentence is put (negation, imperative), not what it is about
+_NOT_REFERENTS = frozenset({":polarity", ":mode", ":wiki"})

@@ -3,7 +3,8 @@ hypothesis graph, mapped to evidence-level chains (ordered fact lists).
 
 A step moves from a concept node through one fact to another concept of that fact (inside a fact
 its AMR connects all its concepts), so a node path q -> n1 -> ... -> a with every n_i outside the
-hypothesis graph is exactly a fact sequence whose neighbours share n_i. Bounded and
+hypothesis graph is exactly a fact sequence whose neighbours share n_i; a path ends at the first
+fact that holds an answer node (it is not extended past it). Bounded and
 deterministic: at most `max_facts` facts per chain, `max_chains` chains, `time_budget_s`
 seconds; facts and concepts are visited in sorted order and chains are ranked by length, then
 by the facts' retrieval scores, then by fact ids, so the result does not depend on pool order.
@@ -74,11 +75,10 @@ def find_chains(
                 return
             concepts = graph.fact_concepts[fid]
             path = facts + (fid,)
-            for answer in answer_nodes:
-                if answer in concepts and path not in found:
-                    found[path] = links + (answer,)
-                    break
-            if len(path) < cfg.max_facts:
+            answer = next((a for a in answer_nodes if a in concepts), None)
+            if answer is not None:  # a path ends at its first answer node (paper §2.2)
+                found.setdefault(path, links + (answer,))
+            elif len(path) < cfg.max_facts:
                 for nxt in sorted(concepts & outside):
                     if nxt != node:
                         dfs(nxt, path, links + (nxt,))

@@ -33,21 +33,38 @@ def data_settings(checkpoint: dict) -> dict:
     return hparams
 
 
-def uses_trained_query_encoder(checkpoint: dict, query_encoder: str = "auto") -> bool:
-    """Whether a CGR checkpoint retrieves with its trained query encoder or the base one it
-    started from. "auto": the encoder the reader's training evidence came from at the epoch
-    the checkpoint was saved (trained once a refresh re-retrieved that evidence with it, base
-    before; a one-epoch run never refreshes). The checkpoint's val/acc was measured the same way."""
-    from cgr.training.callbacks import training_evidence_refreshed
-
+def check_query_encoder(query_encoder: str) -> None:
+    """One of QUERY_ENCODERS, checked before any model loads."""
     if query_encoder not in QUERY_ENCODERS:
         raise ConfigError(
             f"query_encoder must be one of {', '.join(QUERY_ENCODERS)}, not {query_encoder!r}"
         )
-    if query_encoder != "auto":
-        return query_encoder == "trained"
+
+
+def retrieval_encoder(module, checkpoint: dict, query_encoder: str = "auto"):
+    """The query encoder a CGR checkpoint retrieves its evidence with; None: the base encoder
+    the data settings name (and any reader-only checkpoint). "auto": the evidence snapshot the
+    reader's last training epoch read (saved with the checkpoint; none before the first refresh,
+    so the base encoder), which is also what its val/acc was measured on; "trained": the query
+    encoder as training left it; "base": the one it started from. Checkpoints written before
+    snapshots were saved read "auto" as the trained encoder once a refresh had run."""
+    from cgr.training.callbacks import training_evidence_refreshed
+
+    check_query_encoder(query_encoder)
+    if not hasattr(module, "query_encoder") or query_encoder == "base":
+        return None
+    if query_encoder == "trained":
+        return module.query_encoder.eval()
+    snapshot = module.evidence_snapshot_encoder()
+    if snapshot is not None:
+        return snapshot
     every_n = (checkpoint.get("hyper_parameters") or {}).get("refresh_evidence_every_n_epochs", 1)
-    return training_evidence_refreshed(int(checkpoint.get("epoch", 0)), int(every_n or 0))
+    old_refreshed = training_evidence_refreshed(int(checkpoint.get("epoch", 0)), int(every_n or 0))
+    from cgr.training.cgr_module import EVIDENCE_SNAPSHOT
+
+    if old_refreshed and EVIDENCE_SNAPSHOT not in checkpoint:
+        return module.query_encoder.eval()
+    return None
 
 
 def _datamodule_from_checkpoint(
@@ -158,10 +175,10 @@ def evaluate(
     checkpoint: dict | None = None,
 ) -> EvalResult:
     """`query_encoder`: which encoder a CGR checkpoint retrieves with ("auto", "trained" or
-    "base"; see `uses_trained_query_encoder` and README). `checkpoint`: the file already read
+    "base"; see `retrieval_encoder` and README). `checkpoint`: the file already read
     (`read_checkpoint`), so a caller that checked it first does not read it twice."""
     checkpoint = checkpoint if checkpoint is not None else read_checkpoint(checkpoint_path)
-    trained_encoder = uses_trained_query_encoder(checkpoint, query_encoder)
+    check_query_encoder(query_encoder)
     datamodule = _datamodule_from_checkpoint(
         checkpoint, data_file, eval_batch_size=batch_size, no_chains=no_chains
     )
@@ -178,8 +195,9 @@ def evaluate(
 
     # on the GPU before the DataModule retrieves: a CGR checkpoint's query encoder encodes there
     model = load_module(checkpoint_path, checkpoint, "cuda" if torch.cuda.is_available() else "cpu")
-    if hasattr(model, "query_encoder") and trained_encoder:  # CGR
-        datamodule.use_query_encoder(model.query_encoder.eval())
+    encoder = retrieval_encoder(model, checkpoint, query_encoder)
+    if encoder is not None:  # CGR
+        datamodule.use_query_encoder(encoder)
     trainer = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False)
     batches = trainer.predict(model, datamodule=datamodule)
     records = [prediction_record(ex, scores) for batch in batches for ex, scores in batch]

@@ -212,9 +212,12 @@ class EvidencePipeline:
 
     def query_fingerprint(self) -> str:
         """ "base", or a short hash of the trained query encoder's weights (pool cache keys)."""
-        if self._query_model is None:
-            return "base"
-        params = list(self._query_model.parameters())
+        return "base" if self._query_model is None else self.fingerprint_of(self._query_model)
+
+    @staticmethod
+    def fingerprint_of(model) -> str:
+        """A short hash of a query encoder's weights: which snapshot retrieved some evidence."""
+        params = list(model.parameters())
         h = hashlib.sha1()
         for p in params[:4] + params[-4:]:
             h.update(p.detach().float().cpu().numpy().tobytes())

@@ -112,6 +112,11 @@ def save_examples(path: Path, examples: list[ReaderExample]) -> None:
     atomic_write(path, lambda f: f.writelines(json.dumps(asdict(ex)) + "\n" for ex in examples))
 
 
+# raised when the same settings give other chains (2: the paper's attribute nodes, paths end at
+# their first answer node), so caches of an older search are not read as this one's
+CHAIN_SEARCH_VERSION = 2
+
+
 def chain_cache_path(pool_cache: Path, chains: ChainConfig) -> Path:
     """Where the chains searched over a cached pool are kept: next to it, keyed by every chain
     setting that changes them (not where the AMR cache lives, the parse batch size or the
@@ -121,6 +126,7 @@ def chain_cache_path(pool_cache: Path, chains: ChainConfig) -> Path:
     if not settings["explain_top_facts"]:  # added later: off keeps the keys of caches before it
         del settings["explain_top_facts"]
     del settings["workers"]  # how many processes searched does not change the chains
+    settings["search_version"] = CHAIN_SEARCH_VERSION
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
     return pool_cache.with_name(f"{pool_cache.stem}.chains-{key}.jsonl")
 

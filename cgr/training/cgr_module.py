@@ -11,6 +11,7 @@ with the whole batch.
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 
@@ -32,12 +33,21 @@ from cgr.training.losses import (
 from cgr.training.module import ReaderModule
 
 GRADIENT_CLIPPING = ("each", "joint")
+EVIDENCE_SNAPSHOT = "cgr_evidence_query_encoder"  # checkpoint key of the evidence snapshot
 
 
 @functools.lru_cache(maxsize=2**16)
 def _key(text: str) -> int:
     """A 60-bit integer id of a fact text, comparable across DDP ranks."""
     return int(hashlib.sha1(text.encode()).hexdigest()[:15], 16)
+
+
+def _first_occurrences(keys: torch.Tensor) -> torch.Tensor:
+    """True where a key appears for the first time (DDP ranks may gather the same fact)."""
+    order = torch.arange(len(keys), device=keys.device)
+    _, inverse = torch.unique(keys, return_inverse=True)
+    first = torch.full_like(order, len(keys)).scatter_reduce(0, inverse, order, reduce="amin")
+    return first[inverse] == order
 
 
 class CGRModule(ReaderModule):
@@ -47,11 +57,14 @@ class CGRModule(ReaderModule):
     chains_per_hypothesis: N chains sampled per gold hypothesis for L_mle / L_rl (paper: 1).
     max_chain_facts: longest chain used in the losses.
     use_supervised / use_mle / use_rl / use_global: switch each term off for ablations.
-    refresh_evidence_every_n_epochs: re-retrieve pools and chains with the trained query encoder.
-    refresh_dev_on_validation: before each validation (not the sanity check), re-retrieve the dev
-        evidence with the current query encoder, so best.ckpt is chosen on the evidence that
-        `cgr eval` will read (it retrieves with the trained encoder); off: validation reads the
-        pools retrieved at setup (cheaper, but val/acc can then differ from `cgr eval`).
+    refresh_evidence_every_n_epochs: after every n-th epoch but the last, re-retrieve train and
+        dev pools and chains with the current query encoder and keep its weights as the
+        evidence snapshot (saved in checkpoints; `cgr eval` retrieves with it), as the authors'
+        code does before each epoch. A 1-epoch run never refreshes: there the chain losses
+        train only the query encoder, which no evidence the reader reads comes from.
+    refresh_dev_on_validation: a package switch (off: the authors' single snapshot): before
+        each validation after the first refresh, re-retrieve dev with the current encoder
+        instead (newer than the reader's training evidence; see EvidenceRefresh).
     disable_dropout: set every dropout to 0 (for exact comparisons, e.g. DDP against one process).
     gradient_clipping: with trainer.gradient_clip_val, `each` clips the reader's and the query
         encoder's gradient norms separately; `joint` clips their joint norm (one norm over the
@@ -79,7 +92,7 @@ class CGRModule(ReaderModule):
         use_rl: bool = True,
         use_global: bool = True,
         refresh_evidence_every_n_epochs: int = 1,
-        refresh_dev_on_validation: bool = True,
+        refresh_dev_on_validation: bool = False,
         sample_seed: int = 33,
         disable_dropout: bool = False,
         gradient_clipping: str = "each",
@@ -112,6 +125,37 @@ class CGRModule(ReaderModule):
         sep = getattr(self.query_encoder.tokenizer, "sep_token", None)
         self.sep = sep or "[SEP]"
         self._facts = None  # FactVectors over the embedding cache, set at fit start
+        # the query encoder's weights at the last evidence refresh (None: the base encoder's
+        # evidence); a plain dict of CPU tensors, so not in the state dict nor the optimiser
+        self._evidence_snapshot: dict[str, torch.Tensor] | None = None
+        self.__dict__["_snapshot_encoder"] = None  # not a registered submodule
+
+    # --- the evidence snapshot ---------------------------------------------------------------
+    def take_evidence_snapshot(self) -> None:
+        """Keep the current query encoder as the one the next epoch's evidence comes from."""
+        state = self.query_encoder.state_dict()
+        self._evidence_snapshot = {k: v.detach().to("cpu", copy=True) for k, v in state.items()}
+        self.__dict__["_snapshot_encoder"] = None
+
+    def evidence_snapshot_encoder(self):
+        """A frozen copy of the query encoder at the last refresh, or None before any."""
+        if self._evidence_snapshot is None:
+            return None
+        if self.__dict__["_snapshot_encoder"] is None:
+            encoder = copy.deepcopy(self.query_encoder)
+            encoder.load_state_dict(self._evidence_snapshot)
+            self.__dict__["_snapshot_encoder"] = encoder.eval().requires_grad_(False)
+        return self.__dict__["_snapshot_encoder"]
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        super().on_save_checkpoint(checkpoint)
+        if self._evidence_snapshot is not None:
+            checkpoint[EVIDENCE_SNAPSHOT] = self._evidence_snapshot
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        super().on_load_checkpoint(checkpoint)
+        self._evidence_snapshot = checkpoint.get(EVIDENCE_SNAPSHOT)
+        self.__dict__["_snapshot_encoder"] = None
 
     # --- helpers ---------------------------------------------------------------------------
     def on_fit_start(self) -> None:
@@ -299,34 +343,38 @@ class CGRModule(ReaderModule):
         index: dict[str, int],
         vectors: torch.Tensor,
     ) -> torch.Tensor:
-        """L_global over the batch's Ê; `hypotheses` are the encoded gold hypotheses. The index
-        tensors are built on the CPU in one pass and moved once."""
-        per = max(1, self.hparams.max_chain_facts * 20)  # room for each hypothesis' Ê (padded)
-        rows = [[index[t] for t in texts[:per]] for texts in chain_facts]
-        keys = [[_key(t) for t in texts[:per]] for texts in chain_facts]
-        fact_rows = torch.full((len(rows), per), -1, dtype=torch.long)
-        own = torch.full((len(rows), per), -1, dtype=torch.long)  # -1: never a key
-        for i, (r, k) in enumerate(zip(rows, keys, strict=True)):
-            fact_rows[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-            own[i, : len(k)] = torch.tensor(k, dtype=torch.long)
-        fact_rows = fact_rows.flatten().to(self.device, non_blocking=True)
-        own = own.to(self.device, non_blocking=True)
+        """L_global (Eq. 11) over the batch's Ê; `hypotheses` are the encoded gold hypotheses.
+        Each distinct fact of the batch (of every DDP rank) counts once, in a hypothesis' mean
+        and among its negatives, however many questions' Ê hold it. Index tensors are built on
+        the CPU in one pass and moved once."""
+        distinct = list(dict.fromkeys(t for texts in chain_facts for t in texts))
+        width = max((len(texts) for texts in chain_facts), default=0)
+        n = self._max_over_ranks(len(distinct))  # every rank gathers the same shape
+        fact_rows = torch.full((max(n, 1),), -1, dtype=torch.long)
+        fact_keys = torch.full((max(n, 1),), -1, dtype=torch.long)  # -1: never a key
+        if distinct:
+            fact_rows[: len(distinct)] = torch.tensor([index[t] for t in distinct])
+            fact_keys[: len(distinct)] = torch.tensor([_key(t) for t in distinct])
+        own = torch.full((len(chain_facts), max(width, 1)), -2, dtype=torch.long)  # -2: padding
+        for i, texts in enumerate(chain_facts):
+            if texts:
+                own[i, : len(texts)] = torch.tensor([_key(t) for t in texts])
+        fact_rows = fact_rows.to(self.device, non_blocking=True)
         valid = fact_rows >= 0
         facts = vectors[fact_rows.clamp(min=0)] * valid.unsqueeze(-1)
-        flat_keys = own.flatten().clamp(min=0)  # padding: key 0, never valid
-        all_facts, all_keys, all_valid = (
-            self._gather(facts),
-            self._gather(flat_keys),
-            self._gather(valid),
-        )
+        all_facts = self._gather(facts)
+        all_keys = self._gather(fact_keys.to(self.device, non_blocking=True))
+        all_valid = self._gather(valid) & _first_occurrences(all_keys)
+        own = own.to(self.device, non_blocking=True)
         membership = (all_keys.view(1, -1, 1) == own.unsqueeze(1)).any(-1) & all_valid
         return self.global_loss(
-            hypotheses,
-            all_facts,
-            membership,
-            self.hparams.similarity_scale,
-            all_valid,
+            hypotheses, all_facts, membership, self.hparams.similarity_scale, all_valid
         )
+
+    def _max_over_ranks(self, n: int) -> int:
+        if self._world_size() == 1:
+            return n
+        return int(self._gather(torch.tensor([n], device=self.device)).max())
 
     def _stop_on_bad_loss(self, loss, batch, batch_idx, terms) -> None:
         path = None

@@ -59,12 +59,20 @@ class ChainInputs:
             rows=rows,
             row_question=row_question,
             row_weights=row_weights,
-            evidence=[sorted({t for c in gold_chains(ex) for t in c.texts}) for ex in batch],
+            evidence=[sorted(set(gold_evidence(ex))) for ex in batch],
         )
 
 
 def gold_chains(ex: ReaderExample) -> list:
     return ex.chains[ex.answer_index] if ex.chains else []
+
+
+def gold_evidence(ex: ReaderExample) -> list[str]:
+    """Ê of the gold answer as Eq. 4 defines it and the reader reads it: the facts of all its
+    chains (`chain_facts`), not only of the chains kept for export and sampling."""
+    if ex.chain_facts and ex.answer_index < len(ex.chain_facts):
+        return list(ex.chain_facts[ex.answer_index])
+    return [t for c in gold_chains(ex) for t in c.texts]
 
 
 def sample_chains(ex: ReaderExample, max_facts: int, n: int, seed: str) -> list[list[str]]:

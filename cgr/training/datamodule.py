@@ -87,6 +87,9 @@ class QADataModule(pl.LightningDataModule):
         self._questions: dict[str, list] = {}
         self._pool_files: dict[str, Path] = {}
         self.splits: dict[str, list[ReaderExample]] = {}
+        # split -> the fingerprint of the query encoder its evidence was retrieved with ("base"
+        # or a snapshot's; EvidencePipeline.fingerprint_of): what the reader reads, checkable
+        self.evidence_from: dict[str, str] = {}
         self._collate = _as_list
 
     def collate_with(self, collate) -> None:
@@ -135,6 +138,7 @@ class QADataModule(pl.LightningDataModule):
         self._questions[split] = questions
         # keyed by content, not split name: eval of the dev file reuses the pools of validation
         fingerprint = self.pipeline.query_fingerprint()
+        self.evidence_from[split] = fingerprint
         extra = f"{len(questions)}:{fingerprint}" + (":turns" if in_turns else "")
         key = pool_cache_key(paths + gold_files, self.retrieval, extra)
         cache = Path(self.hparams.pool_cache_dir) / f"{Path(paths[0]).stem}-{key}.jsonl"
@@ -189,6 +193,7 @@ class QADataModule(pl.LightningDataModule):
                     if splits is not None and split not in splits:
                         continue
                     questions = self._questions.get(split, [])
+                    self.evidence_from[split] = self.pipeline.query_fingerprint()
                     examples[:] = self._on_shares(
                         questions,
                         lambda qs, s=split: self.pipeline(

@@ -18,11 +18,64 @@ def test_normalisation_and_names():
         normalize_concept("Need-01") == "need"
         and normalize_concept("be-located-at-91") == "be located at"
     )
-    g = '(d / discover-01 :ARG0 (p / person :name (n / name :op1 "Isaac" :op2 "Newton")) :ARG1 (g / gravity) :quant 3 :polarity -)'
-    c = amr_concepts(g)
-    assert c.concepts == {"discover", "isaac newton", "gravity", "3"}
-    assert ("discover", ":ARG0", "isaac newton") in c.edges and c.root == "discover"
-    assert amr_concepts(g, merge_roots=False).concepts == {"isaac newton", "gravity", "3"}
+    g = '(d / discover-01 :ARG0 (p / person :name (n / name :op1 "Isaac" :op2 "Newton")) :ARG1 (g / gravity) :polarity -)'
+    c = amr_concepts(g, merge_roots=True)
+    assert c.concepts == {"discover", "isaac newton", "gravity"}  # person: a stop concept
+    assert ("person", ":name", "isaac newton") in c.edges and c.root == "discover"
+    assert amr_concepts(g).concepts == {"isaac newton", "gravity"}  # the paper: no root
+
+
+# --- the paper's graph rules (§2.2), on AMRs written by hand -------------------------------------
+
+
+def test_an_over_general_node_is_replaced_by_its_attribute_values():
+    earth = '(o / orbit-01 :ARG0 (p / planet :name (n / name :op1 "Earth")) :ARG1 (s / star))'
+    assert amr_concepts(earth).concepts == {"planet", "earth", "star"}  # `name` -> "earth"
+    legs = "(h / have-03 :ARG0 (i / insect) :ARG1 (l / leg :quant 6))"
+    assert amr_concepts(legs).concepts == {"insect", "6"}  # the authors: the node gives way
+    assert amr_concepts(legs, replace_attributed=False).concepts == {"insect", "leg", "6"}
+
+
+def test_polarity_and_mode_replace_nothing_and_link_nothing():
+    negated = "(e / eat-01 :ARG0 (p / plant) :ARG1 (f / food :polarity -) :mode imperative)"
+    assert amr_concepts(negated).concepts == {"plant", "food"}
+
+
+def test_roots_do_not_link_amrs_unless_merge_roots():
+    """Two facts whose only shared concept is their root verb form no chain (the paper's
+    "unwanted shortcuts"); with merge_roots they do."""
+    hyps = ["(u / use-01 :ARG1 (t / thermometer) :ARG2 (m / measure-01 :ARG1 (t2 / temperature)))",
+            "(u / use-01 :ARG1 (t / thermometer) :ARG2 (s / see-01 :ARG1 (p / planet)))"]  # fmt: skip
+    facts = {"f_thermo": "(u / use-01 :ARG1 (t / thermometer) :ARG2 (g / glass))",
+             "f_baro": "(u / use-01 :ARG1 (b / barometer) :ARG2 (m / measure-01 :ARG1 (p / pressure)))"}  # fmt: skip
+    found = {}
+    for merge in (False, True):
+        h = [amr_concepts(x, merge_roots=merge) for x in hyps]
+        q = question_concepts(h)
+        assert ("use" in q) is merge  # the hypotheses' shared root is no question node
+        f = {k: amr_concepts(v, merge_roots=merge) for k, v in facts.items()}
+        found[merge] = [c.facts for c in find_chains(build_semantic_graph(h[0], q, f))[0]]
+    # with roots merged, "use" is a question node and the barometer fact "answers" it
+    assert found == {False: [], True: [("f_baro",)]}
+
+
+def test_question_nodes_are_shared_by_all_hypotheses_and_their_edges_to_answers_dropped():
+    hyps = [amr_concepts(x) for x in (
+        "(c / conduct-01 :ARG0 (c2 / copper) :ARG1 (e / electricity) :ARG1-of (g / good-02))",
+        "(c / conduct-01 :ARG0 (w / wood) :ARG1 (e / electricity) :ARG1-of (g / good-02))",
+    )]  # fmt: skip
+    q = question_concepts(hyps)
+    assert q == {"electricity", "good"}  # the root "conduct" is no node at all
+    g = build_semantic_graph(hyps[0], q, {})
+    assert g.answer_nodes == {"copper"}
+    assert not any({a, b} & g.answer_nodes and {a, b} & q for a, b in g.graph.edges)
+
+
+def test_a_path_ends_at_its_first_answer_node():
+    """A fact that reaches an answer ends the chain: it is not extended through more facts."""
+    facts = {"f_direct": amr({"electricity", "copper", "wire"}), "f_wire": amr({"wire", "copper"})}
+    chains, _ = find_chains(build_semantic_graph(HYP, Q, facts))
+    assert [c.facts for c in chains] == [("f_direct",)]
 
 
 def test_stop_concepts_and_bad_graphs_give_nothing():

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytorch_lightning as pl
 import yaml
 
 from cgr.training.config import resolved_config
@@ -43,3 +45,29 @@ def tiny_config(tmp_path, model_class: str = "cgr.training.module.ReaderModule",
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+class EvidenceProbe(pl.Callback):
+    """A callback (named by class path in a test's config) that writes, at each training epoch's
+    start and each validation, which query encoder the data module's evidence came from and the
+    fingerprint of the module's evidence snapshot: what the reader actually read."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def _write(self, trainer, pl_module, when: str) -> None:
+        from cgr.evidence.pipeline import EvidencePipeline
+
+        snapshot = pl_module.evidence_snapshot_encoder()
+        row = {"when": when, "epoch": pl_module.current_epoch,
+               "evidence_from": dict(trainer.datamodule.evidence_from),
+               "snapshot": snapshot and EvidencePipeline.fingerprint_of(snapshot)}  # fmt: skip
+        with open(self.path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        self._write(trainer, pl_module, "train")
+
+    def on_validation_start(self, trainer, pl_module) -> None:
+        if not trainer.sanity_checking:
+            self._write(trainer, pl_module, "validation")

@@ -18,9 +18,9 @@ def test_rng_states_round_trip_through_a_weights_only_checkpoint(tmp_path):
     assert draws() == expected
 
 
-def test_epoch_end_refresh_leaves_dev_to_the_next_validation():
-    """With dev_on_validation the next validation retrieves dev anyway, with the encoder trained
-    further: refreshing dev at epoch end as well would be work never read."""
+def test_epoch_end_refresh_takes_a_snapshot_and_refreshes_train_and_dev_together():
+    """The authors' schedule: after each epoch but the last, the snapshot is taken and train and
+    dev are re-retrieved with it; with dev_on_validation (a switch) dev waits for validation."""
     from types import SimpleNamespace
 
     from cgr.training.callbacks import EvidenceRefresh
@@ -30,9 +30,10 @@ def test_epoch_end_refresh_leaves_dev_to_the_next_validation():
         refresh_evidence=lambda model, trainer, splits=None: calls.append(splits)
     )
     trainer = SimpleNamespace(datamodule=datamodule, max_epochs=3)
-    module = SimpleNamespace(query_encoder="encoder", current_epoch=0)
+    module = SimpleNamespace(query_encoder="encoder", current_epoch=0, snapshots=0)
+    module.take_evidence_snapshot = lambda: setattr(module, "snapshots", module.snapshots + 1)
+    EvidenceRefresh(1).on_train_epoch_end(trainer, module)
     EvidenceRefresh(1, dev_on_validation=True).on_train_epoch_end(trainer, module)
-    EvidenceRefresh(1, dev_on_validation=False).on_train_epoch_end(trainer, module)
     module.current_epoch = 2  # the last epoch: nothing left to train on refreshed evidence
-    EvidenceRefresh(1, dev_on_validation=True).on_train_epoch_end(trainer, module)
-    assert calls == [["train"], None]
+    EvidenceRefresh(1).on_train_epoch_end(trainer, module)
+    assert calls == [["train", "dev"], ["train"]] and module.snapshots == 2

@@ -319,3 +319,57 @@ def test_fused_adamw_only_where_gradients_arrive_unscaled_and_whole(
     kinds = {"single": SingleDeviceStrategy, "ddp": DDPStrategy, "fsdp": FSDPStrategy}
     chosen = kinds[strategy].__new__(kinds[strategy])  # the type is all that is asked
     assert fused_adamw_fits(precision, chosen, devices) is fused
+
+
+def _deterministic_cgr(tmp_path, epochs: int, losses: bool):
+    import json
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    probe = tmp_path / "probe.jsonl"
+    off = {} if losses else {f"use_{t}": False for t in ("supervised", "mle", "rl", "global")}
+    config = tiny_config(tmp_path, CGR, model_args={"disable_dropout": True, **off},
+                         trainer_args={"max_epochs": epochs, "limit_train_batches": 3})  # fmt: skip
+    raw = __import__("yaml").safe_load(config.read_text())
+    raw["trainer"]["callbacks"].append({"class_path": "tests.training.helpers.EvidenceProbe",
+                                        "init_args": {"path": str(probe)}})  # fmt: skip
+    config.write_text(__import__("yaml").safe_dump(raw))
+    assert main(["train", "--config", str(config)]) == 0
+    predictions = tmp_path / "ckpt" / "predictions-dev.jsonl"
+    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
+    return rows, [json.loads(line) for line in probe.read_text().splitlines()]
+
+
+def test_one_epoch_chain_losses_cannot_reach_the_reader(tmp_path):
+    """The guard for what 1-epoch CGR rows measure: with dropout off, training with and
+    without the four chain losses gives the same dev predictions, since the reader reads only
+    the base encoder's evidence (no refresh in a 1-epoch run) and `each` clipping keeps its
+    step apart from the query encoder's."""
+    with_losses, probe = _deterministic_cgr(tmp_path / "on", 1, True)
+    without, _ = _deterministic_cgr(tmp_path / "off", 1, False)
+    assert [r["predicted"] for r in with_losses] == [r["predicted"] for r in without]
+    for a, b in zip(with_losses, without, strict=True):
+        assert [c["score"] for c in a["choices"]] == pytest.approx(
+            [c["score"] for c in b["choices"]], abs=1e-5
+        )
+    assert all(row["evidence_from"] == {"train": "base", "dev": "base"} for row in probe)
+
+
+def test_two_epochs_read_and_evaluate_the_trained_encoder_evidence(tmp_path):
+    """After epoch 1 the encoder the chain losses trained re-retrieves train and dev: epoch 2
+    trains on that evidence, its validation reads dev from the same snapshot, and `cgr eval`
+    (auto) retrieves with the snapshot saved in the checkpoint."""
+    import cgr
+
+    _, probe = _deterministic_cgr(tmp_path, 2, True)
+    by_epoch = {(r["when"], r["epoch"]): r for r in probe}
+    assert by_epoch["train", 0]["evidence_from"] == {"train": "base", "dev": "base"}
+    assert by_epoch["validation", 0]["evidence_from"]["dev"] == "base"
+    snapshot = by_epoch["train", 1]["snapshot"]
+    assert snapshot and snapshot != "base"
+    assert by_epoch["train", 1]["evidence_from"] == {"train": snapshot, "dev": snapshot}
+    assert by_epoch["validation", 1]["evidence_from"]["dev"] == snapshot
+    last = tmp_path / "ckpt" / "last.ckpt"
+    predictor = cgr.Predictor.from_checkpoint(last)
+    assert predictor.pipeline.query_fingerprint() == snapshot
+    trained = cgr.Predictor.from_checkpoint(last, query_encoder="trained")
+    assert trained.pipeline.query_fingerprint() not in (snapshot, "base")  # trained further

@@ -74,6 +74,36 @@ def test_global_loss_by_hand():
     assert got.item() == pytest.approx((l0 + l1) / 2, abs=1e-5)
 
 
+def test_global_loss_counts_a_fact_shared_by_two_questions_once():
+    """Eq. 11 over the batch's Ê: q0 reads {x, y}, q1 reads {x, z}; x sits in both, and counts
+    once in each mean and never as its own negative. Long Ê (more than 20 chains' facts) is
+    not cut either."""
+    from types import SimpleNamespace
+
+    from cgr.training.cgr_module import CGRModule
+
+    x, y, z = [1.0, 0.0], [0.0, 1.0], [0.6, 0.8]
+    vectors = torch.tensor([x, y, z])
+    index = {"x": 0, "y": 1, "z": 2}
+    h = unit([1, 0], [0, 1])
+    module = SimpleNamespace(device=torch.device("cpu"), global_loss=GlobalChainLoss(),
+                             hparams=SimpleNamespace(similarity_scale=1.0),
+                             _gather=lambda t: t, _max_over_ranks=lambda n: n)  # fmt: skip
+    got = CGRModule._global_loss(module, h, [["x", "y"], ["x", "z"]], index, vectors)
+    l0 = math.log(1 + math.exp(0.6 - (1.0 + 0.0) / 2))  # positive mean(x, y) = 0.5; negative z
+    l1 = math.log(1 + math.exp(1.0 - (0.0 + 0.8) / 2))  # positive mean(x, z) = 0.4; negative y
+    assert got.item() == pytest.approx((l0 + l1) / 2, abs=1e-5)  # 0.8909
+    many = [f"f{i}" for i in range(130)]  # Ê of 130 facts (f0 along h0): all in the mean
+    texts = [*many, "g"]
+    vecs = torch.tensor([[1.0, 0.0]] + [[0.0, 1.0]] * 129 + [[0.6, 0.8]])
+    got = CGRModule._global_loss(
+        module, h, [many, ["g"]], {t: i for i, t in enumerate(texts)}, vecs
+    )
+    l0 = math.log(1 + math.exp(0.6 - 1 / 130))
+    l1 = -(0.8 - math.log(math.exp(0.8) + math.exp(0.0) + 129 * math.exp(1.0)))
+    assert got.item() == pytest.approx((l0 + l1) / 2, abs=1e-5)
+
+
 def test_losses_are_zero_and_differentiable_without_chains():
     lp = torch.zeros(2, requires_grad=True)
     for loss in (

@@ -1,0 +1,262 @@
+"""Chain quality against human explanations: do the chains select the gold facts?
+
+For each chain setting (the paper's graph and Ê, the package's switches one at a time), on
+OpenBookQA dev (gold: `fact1`) and ARC-Challenge + ARC-Easy dev (gold: the WorldTree V2.1
+explanation's facts, which the corpus holds), with the pools of `configs/obqa.yaml` /
+`configs/arc_challenge.yaml` (beam retrieval, K=10, T=2, base MiniLM encoder):
+
+* |Ê| per choice (chain facts only, before any padding);
+* for the gold answer: a gold fact in Ê / on the best chain (the one `cgr explain` and the
+  chains page show first), and the pool's top-|Ê| by cosine to the hypothesis (the retrieval
+  score) as the baseline Ê must beat at equal size;
+* precision of the gold answer's Ê against the gold facts, and the same top-|Ê| baseline's;
+* share of right and of wrong hypotheses with at least one chain;
+* ROC AUC of a per-choice chain score (the best chain's summed retrieval score, no chain =
+  lowest) at telling the right choice from the wrong ones.
+
+Deterministic (no training); `--split train` measures on training questions (the tuning set:
+OBQA train `fact1`, WorldTree train explanations), the default `dev` is what the docs report.
+
+    .venv/bin/python benchmarks/chain_quality.py [--datasets obqa arc] [--settings paper default ...]
+    .venv/bin/python benchmarks/chain_quality.py --table
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import ROOT, load_result, machine, print_table, save_result, train_config  # noqa: E402
+from cgr.chains.builder import ChainBuilder, ChainConfig  # noqa: E402
+from cgr.evidence.selection import fact_relevance, text_key  # noqa: E402
+from cgr.retrieval.factory import RetrievalConfig  # noqa: E402
+from cgr.training.datamodule import QADataModule  # noqa: E402
+
+DATA = ROOT / "../shared/data"
+WORLDTREE = DATA / "corpus/worldtree_v2.1"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    config: str
+    files: dict[str, list[str]]  # split -> question files
+    gold_files: dict[str, list[str]]  # split -> WorldTree explanations (ARC)
+
+
+DATASETS = {
+    "obqa": Dataset(
+        "configs/obqa.yaml",
+        {
+            "dev": [str(DATA / "openbookqa/Additional/dev_complete.jsonl")],
+            "train": [str(DATA / "openbookqa/Additional/train_complete.jsonl")],
+        },
+        {"dev": [], "train": []},
+    ),  # fmt: skip
+    "arc": Dataset(
+        "configs/arc_challenge.yaml",
+        {
+            "dev": [str(DATA / f"arc/ARC-{s}/ARC-{s}-Dev.jsonl") for s in ("Challenge", "Easy")],
+            "train": [
+                str(DATA / f"arc/ARC-{s}/ARC-{s}-Train.jsonl") for s in ("Challenge", "Easy")
+            ],
+        },
+        {
+            "dev": [str(WORLDTREE / "explanations.dev.tsv")],
+            "train": [str(WORLDTREE / "explanations.train.tsv")],
+        },
+    ),  # fmt: skip
+}
+TRAIN_QUESTIONS = 600  # the tuning share of each training set (pools cost ~1 s per question)
+
+
+def pools(dataset: str, split: str):
+    """The questions' pools (cached under .cache/cgr/pools like training's), with gold facts;
+    questions without gold facts are dropped (they cannot be scored)."""
+    ds = DATASETS[dataset]
+    config = train_config(ds.config)
+    data = config["data"]
+    files = ds.files[split]
+    module = QADataModule(
+        train_file=files, dev_file=files, retrieval=RetrievalConfig(**data["retrieval"]),
+        chains=ChainConfig(enabled=False), max_evidence=10_000,
+        gold_facts_files=ds.gold_files[split] or None,
+        max_train_questions=TRAIN_QUESTIONS if split == "train" else None,
+    )  # fmt: skip
+    examples = module.load_pools(split, files)
+    return [ex for ex in examples if ex.gold_facts and ex.answer_index is not None], config
+
+
+# the paper's graph and Ê (§2.2-2.3, Eq. 4): roots never link, attribute values replace their
+# node, no stemming or hub filter, Ê = the facts of every chain found, chains not filtered
+PAPER = {"merge_roots": False, "merge_noun_roots": False, "replace_attributed": True,
+         "stem_concepts": False, "max_link_share": 1.0, "evidence_chains": 1000,
+         "explain_top_facts": 0}  # fmt: skip
+SETTINGS = {
+    "paper": {},
+    "noun_roots": {"merge_noun_roots": True},
+    "stem": {"stem_concepts": True},
+    "noun_roots_stem": {"merge_noun_roots": True, "stem_concepts": True},
+    "hubs": {"max_link_share": 0.2},
+    "evidence_chains_20": {"evidence_chains": 20},
+    "explain_top_15": {"explain_top_facts": 15},
+    "keep_attributed": {"replace_attributed": False},
+    "merge_roots": {"merge_roots": True},
+    # the package's graph before it followed the paper: every root links, stems, 300 chains
+    "package_before": {"merge_roots": True, "stem_concepts": True, "evidence_chains": 300,
+                       "explain_top_facts": 15, "replace_attributed": False},
+}  # fmt: skip
+
+
+def chain_config(config: dict, setting: str) -> ChainConfig:
+    from cgr.amr.parsers import AMRConfig
+
+    chains = config["data"]["chains"]
+    base = {k: v for k, v in chains.items() if k not in ("enabled", "amr", "workers")}
+    return ChainConfig(
+        amr=AMRConfig(**chains["amr"]),
+        **{**base, **PAPER, **SETTINGS[setting], "time_budget_s": 5.0},
+    )  # a generous budget: a search cut by time would make the table depend on the machine
+
+
+def auc(right: list[float], wrong: list[float]) -> float:
+    """ROC AUC: the chance a right choice scores above a wrong one (ties count half)."""
+    wins = sum((r > w) + 0.5 * (r == w) for r in right for w in wrong)
+    return wins / (len(right) * len(wrong)) if right and wrong else float("nan")
+
+
+def chain_score(chains, scores: dict[str, float]) -> float:
+    """A choice's chain score: its best chain's mean retrieval score; no chain scores lowest."""
+    return max((statistics.mean(scores[f] for f in c.facts) for c in chains), default=-1e9)
+
+
+def hypothesis_cosine(config: dict, examples) -> list[list[dict[str, float]]]:
+    """Per example and choice, each pool fact's cosine to the hypothesis (the baseline's order)."""
+    from benchmarks.chains import datamodule
+
+    scorer = datamodule(config, config["data"]["dev_file"]).pipeline._relevance_scorer()
+    return fact_relevance(examples, "hypothesis", scorer)
+
+
+def measure(examples, cfg: ChainConfig, cosine, relevance=None) -> dict:
+    """`cosine`: hypothesis_cosine of the examples; `relevance` ranks for explain_top_facts."""
+    examples = copy.deepcopy(examples)
+    builder = ChainBuilder(cfg, progress=False)
+    start = time.perf_counter()
+    builder.attach(examples, relevance)
+    seconds = time.perf_counter() - start
+    sizes, in_pool, in_e, on_best, on_any, base_hit, prec, base_prec = ([] for _ in range(8))
+    with_chain = {True: [], False: []}
+    score = {True: [], False: []}
+    for ex, sims in zip(examples, cosine, strict=True):
+        gold = {text_key(g) for g in ex.gold_facts}
+        for c, (pool, chains, e_texts) in enumerate(
+            zip(ex.pool, ex.chains, ex.chain_facts, strict=True)
+        ):
+            right = c == ex.answer_index
+            sizes.append(len(e_texts))
+            with_chain[right].append(bool(e_texts))
+            score[right].append(chain_score(chains, {f.fact_id: f.score for f in pool}))
+            if not right:
+                continue
+            keys = [text_key(t) for t in e_texts]
+            ranked = sorted(pool, key=lambda f: -sims[c][f.fact_id])
+            top = [text_key(f.text) for f in ranked[: len(e_texts)]]
+            in_pool.append(bool(gold & {text_key(f.text) for f in pool}))
+            in_e.append(bool(gold & set(keys)))
+            base_hit.append(bool(gold & set(top)))
+            best = chains[0].texts if chains else ()
+            on_best.append(bool(gold & {text_key(t) for t in best}))
+            on_any.append(bool(gold & {text_key(t) for ch in chains for t in ch.texts}))
+            if keys:
+                prec.append(len(gold & set(keys)) / len(set(keys)))
+                base_prec.append(len(gold & set(top)) / len(set(top)))
+    mean = lambda xs: statistics.mean(xs) if xs else float("nan")  # noqa: E731
+    return {
+        "questions": len(examples), "mean_E": mean(sizes), "gold_in_pool": mean(in_pool),
+        "gold_in_E": mean(in_e), "gold_in_pool_top_E": mean(base_hit),
+        "gold_on_kept_chain": mean(on_any), "gold_on_best_chain": mean(on_best),
+        "precision_E": mean(prec), "precision_pool_top_E": mean(base_prec),
+        "right_with_chain": mean(with_chain[True]), "wrong_with_chain": mean(with_chain[False]),
+        "chain_score_auc": auc(score[True], score[False]), "search_s": seconds,
+        "counters": dict(builder.counters),
+    }  # fmt: skip
+
+
+def result_name(dataset: str, split: str, setting: str) -> str:
+    return f"chain_quality-{dataset}-{split}-{setting}"
+
+
+COLUMNS = [
+    ("|Ê|", "mean_E", 1), ("gold in pool", "gold_in_pool", 100), ("gold in Ê", "gold_in_E", 100),
+    ("gold in pool top-|Ê|", "gold_in_pool_top_E", 100), ("gold on best chain", "gold_on_best_chain", 100),
+    ("precision Ê", "precision_E", 100), ("precision top-|Ê|", "precision_pool_top_E", 100),
+    ("right with chain", "right_with_chain", 100), ("wrong with chain", "wrong_with_chain", 100),
+    ("chain AUC", "chain_score_auc", 1),
+]  # fmt: skip
+
+
+def table(datasets: list[str], split: str, settings: list[str]) -> None:
+    for dataset in datasets:
+        rows, found = [], []
+        for setting in settings:
+            row = load_result(result_name(dataset, split, setting))
+            if row is None:
+                continue
+            found.append(row)
+            cells = [f"{scale * row[key]:.1f}" if scale == 100 else f"{row[key]:.2f}"
+                     for _, key, scale in COLUMNS]  # fmt: skip
+            rows.append([setting, *cells])
+        if not rows:
+            continue
+        n = found[0]["questions"]
+        print(f"\n{dataset} {split} ({n} questions with gold facts; {found[0]['machine']}):")
+        print_table(["setting", *(c for c, _, _ in COLUMNS)], rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
+    parser.add_argument("--split", default="dev", choices=["dev", "train"])
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--table", action="store_true", help="print the saved rows, run nothing")
+    args = parser.parse_args()
+    if args.table:
+        table(args.datasets, args.split, args.settings)
+        return
+    for dataset in args.datasets:
+        examples, config = pools(dataset, args.split)
+        relevance, cosine = None, hypothesis_cosine(config, examples)
+        for setting in args.settings:
+            cfg = chain_config(config, setting)
+            if cfg.explain_top_facts and relevance is None:
+                from benchmarks.chains import relevance_keys
+
+                relevance = relevance_keys(config, examples)
+            row = measure(examples, cfg, cosine, relevance if cfg.explain_top_facts else None)
+            row.update(dataset=dataset, split=args.split, setting=setting,
+                       chains=SETTINGS[setting], machine=machine(), date=time.strftime("%Y-%m-%d"))  # fmt: skip
+            save_result(result_name(dataset, args.split, setting), row)
+            print(
+                dataset,
+                args.split,
+                setting,
+                {k: v for k, v in row.items() if k != "counters"},
+                flush=True,
+            )
+    table(args.datasets, args.split, args.settings)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--warm"]:  # pools only, for every dataset and split
+        for name in sys.argv[2:] or DATASETS:
+            for split in ("dev", "train"):
+                print(name, split, len(pools(name, split)[0]), flush=True)
+    else:
+        main()
