@@ -219,7 +219,8 @@ def main() -> None:
     if "cgr" in speeds and "iterative" in speeds:
         print(f"CGR / reader-only training speed: {speeds['cgr'] / speeds['iterative']:.2f}")
     if diff := seed_differences(by_seed["iterative"], by_seed["cgr"], PAPER_MARGIN):
-        print(f"CGR - iterative (points): {diff} (the paper: +{PAPER_MARGIN} over DPR)")
+        print(f"CGR - iterative, same seeds (points): {diff} (the paper: +{PAPER_MARGIN} over DPR;"
+              " same-seed runs differ in their dropout draws, so not paired)")  # fmt: skip
     for seed in args.seeds:
         names = [tag(args.dataset, row, seed, budget) for row in ("iterative", "cgr")]
         if all(load_result(n) for n in names) and (paired := paired_counts(base, *names)):

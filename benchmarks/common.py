@@ -140,10 +140,11 @@ def seed_differences(
     a: dict[int, float], b: dict[int, float], target: float | None = None
 ) -> str | None:
     """`b - a` in points for each seed both rows have, with the mean (± std over seeds): the
-    number the paper's claim is about, paired by seed because the seeds of one row spread more
-    than the rows differ. Accuracies are fractions; None where no seed has both. With a
+    number the paper's claim is about. Same-seed runs share their initialisation and batch
+    order, not their dropout draws, so this is not a paired measurement: its spread understates
+    the noise of one pair. Accuracies are fractions; None where no seed has both. With a
     `target` (points) below the mean, also what one more seed's difference must be for the mean
-    to reach it: whether another seed can still change the reading."""
+    to reach it."""
     seeds = sorted(a.keys() & b.keys())
     if not seeds:
         return None

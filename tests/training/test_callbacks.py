@@ -37,3 +37,28 @@ def test_epoch_end_refresh_takes_a_snapshot_and_refreshes_train_and_dev_together
     module.current_epoch = 2  # the last epoch: nothing left to train on refreshed evidence
     EvidenceRefresh(1).on_train_epoch_end(trainer, module)
     assert calls == [["train", "dev"], ["train"]] and module.snapshots == 2
+
+
+def test_a_resumed_run_re_retrieves_with_the_checkpoint_snapshot():
+    """Resumed after a refresh, the setup's pools are the base encoder's: before training on,
+    train and dev are re-retrieved with the snapshot the checkpoint holds (and not again when
+    they already come from it)."""
+    from types import SimpleNamespace
+
+    from cgr.training.callbacks import EvidenceRefresh
+
+    calls = []
+    datamodule = SimpleNamespace(
+        refresh_evidence=lambda model, trainer, splits=None: calls.append((model, splits)),
+        pipeline=SimpleNamespace(fingerprint_of=lambda model: f"hash-of-{model}"),
+        evidence_from={"train": "base", "dev": "base"},
+    )
+    trainer = SimpleNamespace(datamodule=datamodule)
+    resumed = SimpleNamespace(evidence_snapshot_encoder=lambda: "snapshot")
+    EvidenceRefresh(1).on_train_start(trainer, resumed)
+    assert calls == [("snapshot", ["train", "dev"])]
+    datamodule.evidence_from = {"train": "hash-of-snapshot", "dev": "hash-of-snapshot"}
+    EvidenceRefresh(1).on_train_start(trainer, resumed)
+    fresh = SimpleNamespace(evidence_snapshot_encoder=lambda: None)
+    EvidenceRefresh(1).on_train_start(trainer, fresh)
+    assert len(calls) == 1
