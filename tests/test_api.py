@@ -83,14 +83,17 @@ def test_retriever_from_a_checkpoint_uses_its_retrieval_settings(tiny_run):
 
 
 def test_readme_snippet_runs_as_written(tiny_run, tmp_path):
-    """The README's API snippet, run in a folder laid out like the quickstart's."""
+    """The README's API snippet, saved as snippet.py and run as a script (no `__main__` guard)
+    in a folder laid out like the quickstart's: the AMR parse of its new question starts worker
+    processes, which must not run the script again."""
     readme = (ROOT / "README.md").read_text()
     snippet = re.search(r"<!-- api-snippet -->\s*```python\n(.*?)```", readme, re.S).group(1)
     (tmp_path / "checkpoints" / "default").mkdir(parents=True)
     os.symlink(tiny_run / "ckpt" / "best.ckpt", tmp_path / "checkpoints" / "default" / "best.ckpt")
     os.symlink(ROOT / "data", tmp_path / "data")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", snippet], cwd=tmp_path, env=env,
+    (tmp_path / "snippet.py").write_text(snippet)
+    proc = subprocess.run([sys.executable, "snippet.py"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "answer:" in proc.stdout

@@ -63,14 +63,10 @@ class CachedParser:
             return self.cache.parse(
                 self.parser.name, sentences, self.parser.parse, self.cfg.batch_size, self.progress
             )
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from cgr.workers import process_pool
 
-        context = multiprocessing.get_context("spawn")  # no fork of a CUDA/threaded process
         # processes start at the first uncached batch: a fully cached parse starts none
-        with ProcessPoolExecutor(
-            self.workers, context, initializer=_start_worker, initargs=(self.cfg.batch_size,)
-        ) as pool:
+        with process_pool(self.workers, _start_worker, (self.cfg.batch_size,)) as pool:
             size = self.cfg.batch_size
 
             def parse_batch(chunk: list[str]) -> list[str | None]:

@@ -5,11 +5,9 @@ and cgr.evidence.selection turns pool + Ê into the facts read."""
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from tqdm.auto import tqdm
@@ -21,6 +19,7 @@ from cgr.chains.search import ChainSearchConfig, chain_evidence, find_chains
 from cgr.errors import ConfigError
 from cgr.reader.examples import ReaderExample
 from cgr.validation import at_least, positive
+from cgr.workers import process_pool
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +138,7 @@ class ChainBuilder:
             results = [search_share(*jobs[0])]
             bar.update(len(examples))
         else:
-            context = multiprocessing.get_context("spawn")  # no fork of a CUDA/threaded process
-            with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            with process_pool(workers) as pool:
                 results = []
                 for result in pool.map(search_share, *zip(*jobs, strict=True)):
                     results.append(result)
