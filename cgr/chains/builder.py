@@ -24,6 +24,9 @@ from cgr.workers import process_pool
 log = logging.getLogger(__name__)
 
 
+CHAIN_ORDERS = ("length", "relevance")
+
+
 @dataclass
 class ChainConfig:
     """`data.chains`. `pad_evidence: true` (default, as the authors' code) fills Ê up to the
@@ -57,6 +60,11 @@ class ChainConfig:
     # concepts that more than this share of a hypothesis' pool facts mention do not link facts
     # (1.0: every concept links, the paper; README: chains)
     max_link_share: float = 1.0
+    # how a hypothesis' chains rank (the first is the one `cgr explain` and the chains page
+    # show; Ê takes the best evidence_chains): "length" (shortest first, then summed retrieval
+    # score) or "relevance" (mean relevance of their facts to "question choice", the reader's
+    # order; the paper does not rank chains)
+    chain_order: str = "length"
     # N > 0: the kept chains (export, explanations, CGR's losses) use only a hypothesis's N most
     # relevant pool facts (the reader's order); Ê still comes from all chains. Why: wrong answers
     # find chains through weak facts as often as right ones (README: chains); 0 is the paper
@@ -72,6 +80,11 @@ class ChainConfig:
         if self.workers is not None:
             at_least("data.chains.workers", self.workers, 1)
         positive("data.chains.time_budget_s", self.time_budget_s)
+        if self.chain_order not in CHAIN_ORDERS:
+            raise ConfigError(
+                f"data.chains.chain_order must be one of {', '.join(CHAIN_ORDERS)}, "
+                f"not {self.chain_order!r}"
+            )
         positive("data.chains.max_link_share", self.max_link_share)
         if self.max_link_share > 1.0:
             raise ConfigError(
@@ -101,6 +114,7 @@ class ChainBuilder:
             max(cfg.max_chains, cfg.evidence_chains),
             cfg.time_budget_s,
             max_link_share=cfg.max_link_share,
+            order=cfg.chain_order,
         )
         self.counters: Counter[str] = Counter()
         self.search_seconds: list[float] = []
@@ -205,7 +219,10 @@ def _search_one(
         graph = build_semantic_graph(hyp, q_nodes, facts)
         if not graph.answer_nodes:
             counters["hypotheses_without_answer_nodes"] += 1
-        chains, complete = find_chains(graph, {f.fact_id: f.score for f in pool}, search)
+        ranking = {f.fact_id: f.score for f in pool}
+        if cfg.chain_order == "relevance" and relevance:
+            ranking = relevance[i]
+        chains, complete = find_chains(graph, ranking, search)
         seconds.append(time.perf_counter() - start)
         counters["searches_cut_by_budget"] += not complete
         counters["hypotheses"] += 1

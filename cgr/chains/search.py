@@ -7,7 +7,8 @@ hypothesis graph is exactly a fact sequence whose neighbours share n_i; a path e
 fact that holds an answer node (it is not extended past it). Bounded and
 deterministic: at most `max_facts` facts per chain, `max_chains` chains, `time_budget_s`
 seconds; facts and concepts are visited in sorted order and chains are ranked by length, then
-by the facts' retrieval scores, then by fact ids, so the result does not depend on pool order.
+by their facts' scores (or by the mean score first, `order: relevance`), then by fact ids, so the
+result does not depend on pool order.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ class ChainSearchConfig:
     time_budget_s: float = 0.5
     max_expansions: int = 200_000
     max_link_share: float = 1.0
+    # how chains rank (which is shown first, which make Ê when it takes the best N): "length",
+    # shortest first, then by summed score; "relevance", by their facts' mean score first
+    order: str = "length"
 
 
 def hub_concepts(graph: SemanticGraph, max_share: float) -> set[str]:
@@ -89,9 +93,14 @@ def find_chains(
         dfs(q, (), (q,))
         if not complete:
             break
-    ranked = sorted(
-        found.items(), key=lambda kv: (len(kv[0]), -sum(scores.get(f, 0.0) for f in kv[0]), kv[0])
-    )
+
+    def key(kv):
+        facts, mean = kv[0], sum(scores.get(f, 0.0) for f in kv[0]) / len(kv[0])
+        if cfg.order == "relevance":
+            return (-mean, len(facts), facts)
+        return (len(facts), -mean * len(facts), facts)
+
+    ranked = sorted(found.items(), key=key)
     return [Chain(facts, links) for facts, links in ranked[: cfg.max_chains]], complete
 
 

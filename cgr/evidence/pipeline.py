@@ -182,8 +182,9 @@ class EvidencePipeline:
         return self._open_book
 
     def _explain_relevance(self, examples: list[ReaderExample]):
-        """What ranks a choice's facts for `data.chains.explain_top_facts`: the reader's order."""
-        if not self.chains.explain_top_facts:
+        """What ranks a choice's facts for `data.chains.explain_top_facts` and `chain_order:
+        relevance`: the reader's order."""
+        if not self.chains.explain_top_facts and self.chains.chain_order != "relevance":
             return None
         scorer = None
         if self.evidence.order != "retrieval" and any(p for ex in examples for p in ex.pool):

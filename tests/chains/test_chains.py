@@ -59,6 +59,25 @@ def test_roots_do_not_link_amrs_unless_merge_roots():
     assert found == {False: [], True: [("f_baro",)]}
 
 
+def test_noun_roots_link_with_merge_noun_roots_and_predicate_roots_never():
+    whale = "(m / mammal :domain (w / whale))"  # a copula puts its class noun at the root
+    uses = "(u / use-01 :ARG1 (t / thermometer))"
+    assert amr_concepts(whale).concepts == {"whale"}
+    assert amr_concepts(whale, merge_noun_roots=True).concepts == {"whale", "mammal"}
+    assert amr_concepts(uses, merge_noun_roots=True).concepts == {"thermometer"}
+
+
+def test_chains_rank_by_length_or_by_the_mean_relevance_of_their_facts():
+    facts = {"f_direct": amr({"electricity", "copper"}), "f_metal": amr({"conductor", "metal"}),
+             "f_copper": amr({"metal", "copper"})}  # fmt: skip
+    graph = build_semantic_graph(HYP, Q, facts)
+    relevance = {"f_direct": 0.2, "f_metal": 0.9, "f_copper": 0.8}
+    by_length, _ = find_chains(graph, relevance)
+    by_relevance, _ = find_chains(graph, relevance, ChainSearchConfig(order="relevance"))
+    assert [c.facts for c in by_length] == [("f_direct",), ("f_metal", "f_copper")]
+    assert [c.facts for c in by_relevance] == [("f_metal", "f_copper"), ("f_direct",)]
+
+
 def test_question_nodes_are_shared_by_all_hypotheses_and_their_edges_to_answers_dropped():
     hyps = [amr_concepts(x) for x in (
         "(c / conduct-01 :ARG0 (c2 / copper) :ARG1 (e / electricity) :ARG1-of (g / good-02))",
@@ -176,7 +195,9 @@ def sample_examples(tmp_path_factory):
     ex = ReaderExample("q", "Which material is the best conductor of electricity?", list("ABC"), choices, hyps,
                        answer_index=0, pool=[list(pool) for _ in choices])  # fmt: skip
     cache = str(tmp_path_factory.mktemp("amr") / "amr.sqlite")
-    padded = ChainBuilder(ChainConfig(amr=AMRConfig(cache=cache)), progress=False)
+    # noun roots link ("copper is a metal": root `metal`), as configs/chains/default.yaml sets
+    padded = ChainBuilder(ChainConfig(amr=AMRConfig(cache=cache), merge_noun_roots=True),
+                          progress=False)  # fmt: skip
     padded.attach([ex])
     select_evidence([ex], EvidenceConfig(order="retrieval"), 3)
     plain = ReaderExample(**{**ex.__dict__, "pool": [list(pool) for _ in choices], "chains": []})
@@ -216,7 +237,7 @@ def test_evidence_comes_from_more_chains_than_are_kept(sample_examples, tmp_path
         **{**plain.__dict__, "pool": [list(pool) for _ in plain.choices], "chains": []}
     )
     cfg = ChainConfig(amr=AMRConfig(cache=str(tmp_path / "a.sqlite")), max_chains=1,
-                      evidence_chains=50, pad_evidence=False)  # fmt: skip
+                      evidence_chains=50, pad_evidence=False, merge_noun_roots=True)  # fmt: skip
     ChainBuilder(cfg, progress=False).attach([ex])
     select_evidence([ex], EvidenceConfig(order="retrieval"), 10, chain_facts_only=True)
     assert [c.facts for c in ex.chains[0]] == [("f0",)]  # the shortest chain is kept
@@ -242,7 +263,7 @@ def test_explained_chains_use_only_the_most_relevant_facts_while_e_uses_all(
         ex = type(plain)(
             **{**plain.__dict__, "pool": [list(pool) for _ in plain.choices], "chains": []}
         )
-        cfg = ChainConfig(amr=AMRConfig(cache=cache), explain_top_facts=top)
+        cfg = ChainConfig(amr=AMRConfig(cache=cache), explain_top_facts=top, merge_noun_roots=True)
         keys = [[relevance] * len(plain.choices)] if relevance else None
         ChainBuilder(cfg, progress=False).attach([ex], keys)
         return [c.facts for c in ex.chains[0]], set(ex.chain_facts[0])
@@ -256,18 +277,16 @@ def test_explained_chains_use_only_the_most_relevant_facts_while_e_uses_all(
 
 
 def test_multi_word_frames_and_question_words_never_link_facts():
-    graph = (
-        "(b / be-located-at-91 :ARG1 (c / collection :mod (w / what)) :ARG2 (m / multi-sentence))"
-    )
+    graph = "(b / be-located-at-91 :ARG1 (c / collection :mod (w / what)) :ARG2 (m / multi-sentence))"  # the root is a frame: no link either way
     assert amr_concepts(graph).concepts == {"collection"}
 
 
 def test_stemmed_concepts_meet_across_word_forms():
-    collection = amr_concepts("(c / collection :mod (d / data))", stem=True)
-    collect = amr_concepts("(c / collect-01 :ARG1 (d / data))", stem=True)
+    collection = amr_concepts("(c / collection :mod (d / data))", merge_roots=True, stem=True)
+    collect = amr_concepts("(c / collect-01 :ARG1 (d / data))", merge_roots=True, stem=True)
     assert collection.concepts == collect.concepts == {"collect", "data"}
     assert ("collect", ":mod", "data") in collection.edges
-    assert amr_concepts("(c / collection)").concepts == {"collection"}  # off by default
+    assert amr_concepts("(c / collection)", merge_roots=True).concepts == {"collection"}  # off
 
 
 def test_hub_concepts_do_not_link_facts():
@@ -310,7 +329,8 @@ def test_chain_search_in_worker_processes_equals_one_process(tmp_path, monkeypat
     def searched(workers: int):
         examples = build_examples(questions, retriever, HypothesisGenerator(), progress=False)
         cfg = builder.ChainConfig(amr=AMRConfig(cache=cache), stem_concepts=True, workers=workers,
-                                  explain_top_facts=4, time_budget_s=30.0)  # fmt: skip
+                                  explain_top_facts=4, time_budget_s=30.0,
+                                  merge_noun_roots=True, chain_order="relevance")  # fmt: skip
         chain_builder = builder.ChainBuilder(cfg, progress=False)
         chain_builder.attach(examples)
         counters = {
