@@ -345,3 +345,42 @@ def test_chain_search_in_worker_processes_equals_one_process(tmp_path, monkeypat
     assert sum(bool(c) for chains, _ in one for c in chains) > 10  # chains were found at all
     assert many == one
     assert many_counts == one_counts
+
+
+def test_default_chains_never_link_through_a_predicate_root(tmp_path):
+    """configs/chains/default.yaml on the quickstart's questions (BM25 pools, no encoder): every
+    concept a chain passes through, and the question and answer concepts it starts and ends
+    at, is no predicate root of the facts it joins (the paper's "unwanted shortcuts")."""
+    import penman
+    import yaml
+
+    from cgr.amr.parsers import AMRConfig, CachedParser
+    from cgr.chains.builder import ChainBuilder, ChainConfig
+    from cgr.data.hypothesis import HypothesisGenerator
+    from cgr.data.loaders import load_multiple_choice
+    from cgr.evidence.pools import build_examples
+    from cgr.retrieval.factory import RetrievalConfig, build_retriever
+    from tests.conftest import ROOT
+
+    quickstart = ROOT / "data" / "quickstart"
+    settings = yaml.safe_load((ROOT / "configs" / "chains" / "default.yaml").read_text())
+    settings.pop("enabled")
+    amr = AMRConfig(**{**settings.pop("amr"), "cache": str(tmp_path / "amr.sqlite")})
+    cfg = ChainConfig(amr=amr, **{**settings, "workers": 1})
+    retriever = build_retriever(
+        RetrievalConfig(method="bm25", corpus=[str(quickstart / "facts.txt")], beam_size=8)
+    )
+    questions = load_multiple_choice(quickstart / "dev.jsonl")
+    examples = build_examples(questions, retriever, HypothesisGenerator(), progress=False)
+    ChainBuilder(cfg, progress=False).attach(examples)
+    parser = CachedParser(amr, progress=False)
+    chains = [c for ex in examples for per_choice in ex.chains for c in per_choice]
+    assert len(chains) > 20  # the rule is exercised
+    roots = {}
+    for text in {t for c in chains for t in c.texts}:
+        graph = penman.decode(parser.parse([text])[0])
+        top = graph.instances()[0].target if graph.top else ""
+        roots[text] = normalize_concept(top) if "-" in top and top[-1].isdigit() else None
+    for chain in chains:
+        for i, text in enumerate(chain.texts):
+            assert roots[text] not in (chain.links[i], chain.links[i + 1]), (chain, text)
