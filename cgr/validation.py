@@ -4,6 +4,7 @@ jsonargparse refuse a wrong choice at parse time; these checks cover Python call
 
 from __future__ import annotations
 
+import math
 import re
 from argparse import ArgumentError
 from collections.abc import Callable, Iterable
@@ -20,13 +21,18 @@ def one_of(name: str, value: Any, options: Iterable[Any]) -> None:
         raise ConfigError(f"{name} must be one of {', '.join(map(repr, options))}, not {value!r}")
 
 
+def _finite_number(value: Any) -> bool:
+    """An int or a finite float (NaN and infinity compare false or true to every bound)."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
 def at_least(name: str, value: int | float, minimum: int | float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
+    if not _finite_number(value) or value < minimum:
         raise ConfigError(f"{name} must be a number >= {minimum}, not {value!r}")
 
 
 def positive(name: str, value: int | float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if not _finite_number(value) or value <= 0:
         raise ConfigError(f"{name} must be > 0, not {value!r}")
 
 
