@@ -97,7 +97,7 @@ def pools(dataset: str, split: str):
 # node, no stemming or hub filter, Ê = the facts of every chain found, chains not filtered
 PAPER = {"merge_roots": False, "merge_noun_roots": False, "replace_attributed": True,
          "stem_concepts": False, "max_link_share": 1.0, "evidence_chains": 1000,
-         "explain_top_facts": 0}  # fmt: skip
+         "explain_top_facts": 0, "chain_order": "length"}  # fmt: skip
 SETTINGS = {
     "paper": {},
     "noun_roots": {"merge_noun_roots": True},
