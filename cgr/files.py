@@ -44,18 +44,27 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
 
 
 def _cannot_write(folder: Path) -> str | None:
-    """None if a file can be written in `folder` (created if needed), else the reason."""
+    """None if a file can be written in `folder`, else the reason. Folders it creates to find
+    out are removed again: a run refused later leaves no empty folder behind."""
+    created = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".cgr-write-test"):
             pass
     except OSError as e:
         return e.strerror or str(e)
+    finally:
+        for made in created:  # deepest first; a folder something else filled meanwhile stays
+            try:
+                made.rmdir()
+            except OSError:
+                break
     return None
 
 
 def require_writable_dir(path: str | Path, what: str) -> Path:
-    """Creates the folder if needed and proves a file can be written in it."""
+    """Proves a file can be written in the folder (creating it to find out, then removing what
+    it created)."""
     folder = Path(path)
     if reason := _cannot_write(folder):
         raise ConfigError(f"{what} {folder}: cannot write there ({reason})")

@@ -26,6 +26,7 @@ def run_in_chunks(
     command skips the questions it has; `main` removes it once predictions.jsonl is written."""
     from tqdm.auto import tqdm
 
+    partial.parent.mkdir(parents=True, exist_ok=True)  # --out may not exist yet
     done: dict[str, dict] = {}
     cut_short = False  # the file ends inside a line (a kill during a write)
     if partial.exists():

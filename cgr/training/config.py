@@ -15,7 +15,12 @@ from pytorch_lightning.cli import LightningCLI
 
 from cgr.training.datamodule import QADataModule
 from cgr.training.module import ReaderModule
-from cgr.training.settings import check_data_settings, check_output_folders, name_run
+from cgr.training.settings import (
+    check_data_settings,
+    check_output_folders,
+    check_trainer_numbers,
+    name_run,
+)
 from cgr.validation import parsed
 
 log = logging.getLogger(__name__)
@@ -36,6 +41,7 @@ class TrainCLI(LightningCLI):
     def before_instantiate_classes(self) -> None:
         """Runs before the trainer, loggers, model or data exist: every check that needs no
         model happens here, so a refusal leaves no W&B run or log folder behind."""
+        check_trainer_numbers(self.config.get("trainer"))
         name_run(self.config)
         check_output_folders(self.config)
         check_data_settings(self.config.get("data"))

@@ -204,9 +204,11 @@ def check_values(config: dict, name: str | None, files: list[Path]) -> None:
         DATA_MINIMUMS,
         check_data_settings,
         check_output_folders,
+        check_trainer_numbers,
         name_run,
     )
 
+    check_trainer_numbers(config.get("trainer") or {})
     data = config.get("data") or {}
     for key in DATA_MINIMUMS:  # QADataModule's int settings
         value = data.get(key)

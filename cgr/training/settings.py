@@ -59,6 +59,25 @@ def check_output_folders(config) -> None:
             require_writable_dir(folder, "checkpoint folder (ModelCheckpoint dirpath)")
 
 
+# Trainer numbers Lightning reads as "no limit" at -1 and refuses below it only after the model
+# has loaded; None: unset
+TRAINER_MINIMUMS = {"max_epochs": -1, "min_epochs": 0, "max_steps": -1, "min_steps": 0}
+
+
+def check_trainer_numbers(trainer) -> None:
+    """`trainer.*` counts in range (a whole number, -1 for no limit where Lightning allows it)
+    before any model loads."""
+    if trainer is None:
+        return
+    for key, least in TRAINER_MINIMUMS.items():
+        value = trainer.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigError(f"trainer.{key} must be a whole number, not {value!r}")
+        at_least(f"trainer.{key}", value, least)
+
+
 def check_data_settings(data) -> None:
     """QADataModule's own checks on plain values, and its files found, before any model loads
     (LightningCLI builds the model before the data module)."""

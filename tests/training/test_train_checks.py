@@ -16,6 +16,10 @@ from tests.conftest import ROOT
         (["--data.max_evidence=0"], "data.max_evidence must be a number >= 1, not 0"),
         (["--data.train_file=nowhere/train.jsonl"], "nowhere/train.jsonl: field 'data.train_file': file not found"),
         (["--data.retrieval.corpus=[nowhere/facts.txt]"], "field 'data.retrieval.corpus': file not found"),
+        (["--trainer.max_epochs=-5"], "trainer.max_epochs must be a number >= -1, not -5"),
+        (["--trainer.max_epochs=abc"], "trainer.max_epochs must be a whole number, not 'abc'"),
+        (["--model.init_args.lr=.nan"], "model.lr must be > 0, not nan"),
+        (["--data.chains.time_budget_s=.inf"], "data.chains.time_budget_s must be > 0, not inf"),
     ],
 )  # fmt: skip
 def test_refused_before_any_model_or_log_folder(args, message, tmp_path, monkeypatch, capsys):
@@ -25,6 +29,7 @@ def test_refused_before_any_model_or_log_folder(args, message, tmp_path, monkeyp
     assert main(["train", "--config", "configs/default.yaml", *args]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "logs").exists() and not (tmp_path / "wandb").exists()
+    assert not (tmp_path / "checkpoints").exists()  # a refused run leaves no empty run folder
 
 
 def test_a_checkpoint_folder_under_a_file_is_refused(tmp_path, monkeypatch, capsys):
