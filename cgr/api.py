@@ -13,6 +13,7 @@ facts. In the style of sentence-transformers:
 from __future__ import annotations
 
 import string
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -163,9 +164,20 @@ class Retriever:
         self, queries: str | Sequence[str], k: int = 10
     ) -> list[RetrievedFact] | list[list[RetrievedFact]]:
         """One query: its best `k` facts; a list of queries: a list of such lists."""
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise ConfigError(f"k must be a whole number, not {k!r}")
         if k < 1:
             raise ConfigError(f"k must be >= 1, not {k}")
         single = isinstance(queries, str)
+        if not single and (queries is None or not all(isinstance(q, str) for q in queries)):
+            raise ConfigError("queries must be a string or a list of strings")
         with torch.no_grad():
             found = self._retriever.retrieve([queries] if single else list(queries), k)
+        if any(len(facts) < k for facts in found):
+            warnings.warn(
+                f"fewer than k={k} facts for a query: data.retrieval.beam_size "
+                f"({self.config.beam_size}) and steps ({self.config.steps}) bound what one query "
+                "retrieves; raise them for more",
+                stacklevel=2,
+            )
         return found[0] if single else found

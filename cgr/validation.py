@@ -31,6 +31,11 @@ def at_least(name: str, value: int | float, minimum: int | float) -> None:
         raise ConfigError(f"{name} must be a number >= {minimum}, not {value!r}")
 
 
+def at_most(name: str, value: int | float, maximum: int | float) -> None:
+    if _finite_number(value) and value > maximum:
+        raise ConfigError(f"{name} must be <= {maximum}, not {value!r}")
+
+
 def positive(name: str, value: int | float) -> None:
     if not _finite_number(value) or value <= 0:
         raise ConfigError(f"{name} must be > 0, not {value!r}")

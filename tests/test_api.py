@@ -74,6 +74,12 @@ def test_retriever_finds_the_fact_about_the_query(method, tmp_path):
     assert [len(b) for b in batch] == [2, 2] and "wind" in batch[1][0].text
     with pytest.raises(ConfigError, match="k must be"):
         retriever.retrieve("x", k=0)
+    with pytest.raises(ConfigError, match="k must be a whole number, not '5'"):
+        retriever.retrieve("x", k="5")
+    with pytest.raises(ConfigError, match="queries must be a string or a list of strings"):
+        retriever.retrieve(None)
+    with pytest.warns(UserWarning, match="fewer than k=500 facts"):  # more than the corpus
+        retriever.retrieve("solar panel", k=500)
 
 
 def test_retriever_from_a_checkpoint_uses_its_retrieval_settings(tiny_run):

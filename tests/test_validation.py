@@ -17,6 +17,8 @@ from cgr.retrieval.factory import RetrievalConfig
     (lambda: RetrievalConfig(method="bm2"), "data.retrieval.method must be one of"),
     (lambda: RetrievalConfig(beam_size=-1), "data.retrieval.beam_size must be a number >= 1, not -1"),
     (lambda: RetrievalConfig(steps=0), "data.retrieval.steps must be a number >= 1, not 0"),
+    (lambda: RetrievalConfig(steps=10**6), "data.retrieval.steps must be <= 8, not 1000000"),
+    (lambda: RetrievalConfig(beam_size=10**5), "data.retrieval.beam_size must be <= 1000"),
     (lambda: RetrievalConfig(use_gpu="maybe"), "data.retrieval.use_gpu must be one of"),
     (lambda: RetrievalConfig(index="ivf2"), "data.retrieval.index must be one of"),
     (lambda: RetrievalConfig(method="dense", corpus=[]), "data.retrieval.corpus is empty"),
@@ -57,7 +59,9 @@ def test_output_paths_are_checked_before_work(tmp_path):
         require_writable_file(tmp_path, "--out")
     with pytest.raises(ConfigError, match="--export-dir"):
         require_writable_dir(blocker / "x", "--export-dir")
-    assert require_writable_dir(tmp_path / "new" / "dir", "--out").is_dir()
+    # a writable new folder passes, and the folders made to prove it are gone again
+    assert require_writable_dir(tmp_path / "new" / "dir", "--out") == tmp_path / "new" / "dir"
+    assert not (tmp_path / "new").exists()
 
 
 @pytest.mark.parametrize("override, message", [

@@ -8,9 +8,13 @@ from typing import Literal
 
 from cgr.errors import ConfigError
 from cgr.retrieval.index import KINDS, IndexSpec
-from cgr.validation import at_least, one_of
+from cgr.validation import at_least, at_most, one_of
 
 METHODS = ("none", "bm25", "tfidf", "dense", "beam", "gold")
+
+
+# the papers use T = 2 and K = 10; beyond these a query's beam search runs for minutes
+MAXIMUMS = {"steps": 8, "beam_size": 1000, "open_book_k": 1000}
 
 
 @dataclass
@@ -46,6 +50,8 @@ class RetrievalConfig:
         one_of("data.retrieval.use_gpu", str(self.use_gpu).lower(), ("auto", "true", "false"))
         for name in ("beam_size", "steps", "open_book_k", "encode_batch_size"):
             at_least(f"data.retrieval.{name}", getattr(self, name), 1)
+        for name, most in MAXIMUMS.items():  # a query's work grows with beam_size ** steps
+            at_most(f"data.retrieval.{name}", getattr(self, name), most)
         at_least("data.retrieval.max_query_length", self.max_query_length, 8)
         self.index_spec()  # validates the index_* values
         if self.method not in {"none", "gold"} and not self.corpus:
