@@ -24,9 +24,17 @@ def _clean_line(line: str) -> str:
     return normalize_fact_text(text)
 
 
+# a fact is a sentence or two; a longer line is a file that is not a fact list (one line per
+# fact), and would stop the AMR parse after the models load (spaCy refuses texts this long)
+MAX_FACT_CHARS = 20_000
+
+
 def _iter_text(path: Path) -> Iterator[str]:
-    for _, line in text_lines(path, "corpus file"):
+    for lineno, line in text_lines(path, "corpus file"):
         text = _clean_line(line)
+        if len(text) > MAX_FACT_CHARS:
+            raise DataFormatError(str(path), lineno, "<fact>",
+                                  f"{len(text):,} characters (at most {MAX_FACT_CHARS:,} a fact)")  # fmt: skip
         if text:
             yield text
 

@@ -31,11 +31,12 @@ def require_file(path: str | Path, what: str = "data file") -> Path:
 
 
 def read_utf8(path: str | Path, what: str = "data file") -> str:
-    """The whole file as text; a byte that is not UTF-8 is named by line and column."""
+    """The whole file as text; a byte that is not UTF-8 is named by line and column. A UTF-8
+    byte-order mark (Windows editors write one) is dropped, for every kind of file alike."""
     p = require_file(path, what)
     data = p.read_bytes()
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1

@@ -203,3 +203,26 @@ def test_open_questions_keep_the_dataset_question_type(tmp_path):
     path = tmp_path / "mixed.json"
     path.write_text(json.dumps(records))
     assert [q.kind for q in load_lenient(str(path), Counter())] == ["bridge_comparison", "3hop", ""]
+
+
+def test_a_byte_order_mark_is_dropped_from_corpus_and_question_files_alike(tmp_path):
+    from cgr.data.corpus import Corpus
+    from cgr.data.loaders import load_multiple_choice
+
+    corpus = tmp_path / "facts.txt"
+    corpus.write_bytes("\ufeffthe sun is a star\nwater is wet\n".encode())
+    assert [f.text for f in Corpus.from_files([corpus]).facts][0] == "the sun is a star"
+    questions = tmp_path / "q.jsonl"
+    record = '{"id": "q1", "question": {"stem": "Is the sun a star?", "choices": [{"label": "A", "text": "yes"}, {"label": "B", "text": "no"}]}, "answerKey": "A"}'
+    questions.write_bytes(("\ufeff" + record + "\n").encode())
+    assert load_multiple_choice(questions)[0].id == "q1"
+
+
+def test_a_corpus_line_longer_than_a_fact_is_refused_naming_file_and_line(tmp_path):
+    from cgr.data.corpus import Corpus
+    from cgr.errors import DataFormatError
+
+    corpus = tmp_path / "facts.txt"
+    corpus.write_text("the sun is a star\n" + "x " * 50_000 + "\n")
+    with pytest.raises(DataFormatError, match=r"facts.txt:2: .*99,999 characters \(at most 20,000"):
+        Corpus.from_files([corpus])
