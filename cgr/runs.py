@@ -14,8 +14,18 @@ log = logging.getLogger(__name__)
 
 def partial_results(out: Path, argv: list[str]) -> Path:
     """Where a run's finished questions go (OUT/.partial-KEY.jsonl, KEY a hash of the command
-    line): the same command resumes them, any other starts anew."""
-    return out / f".partial-{hashlib.sha256(chr(0).join(argv).encode()).hexdigest()[:12]}.jsonl"
+    line and of the content of every file it names: the data file, the config): the same
+    command on the same inputs resumes them; another command, or an edited data or config
+    file, starts anew."""
+    h = hashlib.sha256(chr(0).join(argv).encode())
+    for arg in argv:
+        path = Path(arg.partition("=")[2] if arg.startswith("--") and "=" in arg else arg)
+        try:
+            if path.is_file():
+                h.update(path.read_bytes())
+        except OSError:  # unreadable: the command itself says so
+            continue
+    return out / f".partial-{h.hexdigest()[:12]}.jsonl"
 
 
 def run_in_chunks(

@@ -74,3 +74,19 @@ def test_a_killed_run_resumes_from_its_partial_results(tmp_path, capsys):
     rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert rows[0] == kept and rows[1]["id"] == "t2" and rows[1]["reader_output"]
     assert not partial.exists()  # removed once predictions.jsonl is written
+
+
+def test_the_resume_key_follows_the_content_of_the_files_the_command_names(tmp_path):
+    """An edited data or config file starts anew: the stale answers are not resumed."""
+    from cgr.runs import partial_results
+
+    data, config = tmp_path / "dev.json", tmp_path / "run.yaml"
+    data.write_text("[]")
+    config.write_text("a: 1")
+    args = ["--data", str(data), f"--config={config}", "--out", str(tmp_path)]
+    first = partial_results(tmp_path, args)
+    assert partial_results(tmp_path, args) == first  # the same inputs resume
+    data.write_text('[{"id": "x"}]')
+    second = partial_results(tmp_path, args)
+    config.write_text("a: 2")
+    assert len({first, second, partial_results(tmp_path, args)}) == 3
