@@ -30,8 +30,15 @@ def train(argv: list[str]) -> int:
     precheck(argv)  # before torch and Lightning load: a refusal in a fraction of a second
     from cgr.evaluation.predict import evaluate
     from cgr.training.config import train_cli
+    from cgr.training.settings import release_run_locks
 
-    cli = train_cli(argv)
+    try:
+        return _fit_and_evaluate(train_cli(argv), evaluate)
+    finally:
+        release_run_locks()  # the run folder is free again
+
+
+def _fit_and_evaluate(cli, evaluate) -> int:
     cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=_resume_from(cli))
     if cli.trainer.global_rank != 0:
         return 0

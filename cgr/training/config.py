@@ -19,6 +19,8 @@ from cgr.training.settings import (
     check_data_settings,
     check_output_folders,
     check_trainer_numbers,
+    checkpoint_folder,
+    lock_run_folder,
     name_run,
 )
 from cgr.validation import parsed
@@ -45,6 +47,9 @@ class TrainCLI(LightningCLI):
         name_run(self.config)
         check_output_folders(self.config)
         check_data_settings(self.config.get("data"))
+        folder = checkpoint_folder(self.config)  # locked last: nothing is refused after it
+        if folder:
+            lock_run_folder(folder)
         bf16_where_native(self.config.trainer)
 
 

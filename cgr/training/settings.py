@@ -104,3 +104,61 @@ def _as_list(value) -> list:
     if value is None or isinstance(value, bool):
         return []
     return list(value) if isinstance(value, list) else [value]
+
+
+def checkpoint_folder(config) -> str | None:
+    """The run's checkpoint folder (ModelCheckpoint's dirpath, filled by name_run)."""
+    for callback in _as_list(config.trainer.get("callbacks")):
+        if callback.class_path == CHECKPOINT and callback.init_args.get("dirpath"):
+            return callback.init_args.dirpath
+    return None
+
+
+def lock_run_folder(folder: str | Path):
+    """An exclusive lock on a run's checkpoint folder for this process's life (the open lock
+    file; None on DDP ranks other than the first, whose launcher holds it): a second `cgr
+    train` with the same name is refused instead of interleaving its checkpoints."""
+    import fcntl
+    import os
+
+    if os.environ.get("LOCAL_RANK", "0") != "0" or os.environ.get("NODE_RANK", "0") != "0":
+        return None
+    path = Path(folder) / ".cgr-train.lock"
+    created = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = path.open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise ConfigError(
+            f"checkpoint folder {folder}: another `cgr train` is using it ({holder}); wait for "
+            "it to end or give this run another --name"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    _HELD.append((handle, created))
+    return handle
+
+
+_HELD: list = []  # (lock file, folders made for it) this process holds
+
+
+def release_run_locks() -> None:
+    """Frees the run folders this process locked; a folder that holds nothing but the lock
+    (a run refused after the lock, e.g. by a model that does not load) is removed with it."""
+    while _HELD:
+        handle, created = _HELD.pop()
+        path = Path(handle.name)
+        handle.close()
+        if [p.name for p in path.parent.iterdir()] == [path.name]:
+            path.unlink(missing_ok=True)
+            for folder in created:  # deepest first, only the ones the lock made
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
