@@ -109,6 +109,9 @@ def cases(work: Path, config: Path, ckpt: Path) -> list[tuple[str, list[str], se
     qasper_empty = write(work / "qasper-empty.json", json.dumps(
         {"p1": {"title": "T", "full_text": [], "qas": [{"question": "What?", "answers": []}]}}))  # fmt: skip
     blocker = write(work / "a-file", "not a folder")
+    long_fact = write(
+        work / "long-fact.txt", "solar power is renewable\n" + "word " * 1_000_000 + "\n"
+    )
     train = ["train", "--config", str(config)]
     ev = ["eval", "--checkpoint", str(ckpt)]
     ircot = ["ircot", "--out", str(work / "ircot"), "--method", "oner"]
@@ -138,6 +141,15 @@ def cases(work: Path, config: Path, ckpt: Path) -> list[tuple[str, list[str], se
         ("data.retrieval.beam_size=-1", [*train, "--data.retrieval.beam_size=-1"], {2}),
         ("data.retrieval.steps=0", [*train, "--data.retrieval.steps=0"], {2}),
         ("data.batch_size=0", [*train, "--data.batch_size=0"], {2}),
+        ("trainer.max_epochs=-5", [*train, "--trainer.max_epochs=-5"], {2}),
+        ("trainer.max_epochs=abc", [*train, "--trainer.max_epochs=abc"], {2}),
+        ("model.init_args.lr=.nan", [*train, "--model.init_args.lr=.nan"], {2}),
+        ("model.init_args.lr=.inf", [*train, "--model.init_args.lr=.inf"], {2}),
+        ("data.chains.time_budget_s=.nan", [*train, "--data.chains.time_budget_s=.nan"], {2}),
+        ("data.chains.max_link_share=.inf", [*train, "--data.chains.max_link_share=.inf"], {2}),
+        ("data.retrieval.steps=1000000", [*train, "--data.retrieval.steps=1000000"], {2}),
+        ("data.retrieval.beam_size=100000", [*train, "--data.retrieval.beam_size=100000"], {2}),
+        ("5 MB line in a corpus file", [*train, f"--data.retrieval.corpus=[{long_fact}]"], {2}),
         ("loop.reader=cott", [*ircot, "--data", str(hp_one_empty), "--loop.reader=cott"], {2}),
         ("generator.dtype=float33", [*ircot, "--data", str(hp_one_empty), "--generator.dtype=float33"], {2}),
         ("ircot generator.batch_size=0", [*ircot, "--data", str(hp_one_empty), "--generator.batch_size=0",

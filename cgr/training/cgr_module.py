@@ -31,6 +31,7 @@ from cgr.training.losses import (
     chain_log_prob,
 )
 from cgr.training.module import ReaderModule
+from cgr.validation import positive
 
 GRADIENT_CLIPPING = ("each", "joint")
 EVIDENCE_SNAPSHOT = "cgr_evidence_query_encoder"  # checkpoint key of the evidence snapshot
@@ -102,6 +103,9 @@ class CGRModule(ReaderModule):
                 f"model.gradient_clipping: {gradient_clipping!r} is not one of "
                 f"{', '.join(GRADIENT_CLIPPING)}"
             )
+        positive("model.similarity_scale", similarity_scale)
+        if retriever_lr is not None:
+            positive("model.retriever_lr", retriever_lr)
         super().__init__(reader_model, max_length, lr, weight_decay, warmup_ratio)
         self.save_hyperparameters()
         self.query_encoder = load_sentence_encoder(retriever_model)

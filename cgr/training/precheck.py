@@ -209,6 +209,7 @@ def check_values(config: dict, name: str | None, files: list[Path]) -> None:
     )
 
     check_trainer_numbers(config.get("trainer") or {})
+    check_model_numbers(config.get("model"))
     data = config.get("data") or {}
     for key in DATA_MINIMUMS:  # QADataModule's int settings
         value = data.get(key)
@@ -225,6 +226,19 @@ def check_values(config: dict, name: str | None, files: list[Path]) -> None:
     check_output_folders(namespace)
     check_data_settings(namespace.get("data"))
     check_data_files(data)
+
+
+def check_model_numbers(model) -> None:
+    """The module's rates and scales, as its __init__ checks them, before it loads a model
+    (a NaN learning rate would otherwise train to NaN)."""
+    from cgr.validation import at_least, positive
+
+    init = (model.get("init_args") if isinstance(model, dict) else None) or {}
+    for key in ("lr", "retriever_lr", "similarity_scale"):
+        if init.get(key) is not None:
+            positive(f"model.{key}", init[key])
+    if init.get("weight_decay") is not None:
+        at_least("model.weight_decay", init["weight_decay"], 0)
 
 
 def check_data_files(data: dict) -> None:

@@ -19,6 +19,7 @@ from tests.conftest import ROOT
         (["--trainer.max_epochs=-5"], "trainer.max_epochs must be a number >= -1, not -5"),
         (["--trainer.max_epochs=abc"], "trainer.max_epochs must be a whole number, not 'abc'"),
         (["--model.init_args.lr=.nan"], "model.lr must be > 0, not nan"),
+        (["--model.init_args.similarity_scale=.inf"], "model.similarity_scale must be > 0, not inf"),
         (["--data.chains.time_budget_s=.inf"], "data.chains.time_budget_s must be > 0, not inf"),
     ],
 )  # fmt: skip
