@@ -100,12 +100,11 @@ def amr_concepts(
     there. `replace_attributed=False` (a package switch) keeps a node's concept beside its values, so
     `(l / leg :quant 6)` gives "leg" and "6"; the authors' code replaces it, as here.
     """
-    if graph is None:
+    g = _decoded(graph)
+    if g is None:
         return AMRConcepts()
-    try:
-        g = penman.decode(graph) if isinstance(graph, str) else graph
-    except Exception:
-        return AMRConcepts()
+    if not replace_attributed:
+        return _concepts_beside_attributes(g, merge_roots or merge_noun_roots, stem)
     instances = {v: c for v, _, c in g.instances()}
     values: dict[str, list[str]] = {}  # var -> the attribute values that replace its concept
     for source, role, target in g.attributes():
@@ -135,3 +134,46 @@ def amr_concepts(
 
 # attributes that say how a sentence is put (negation, imperative), not what it is about
 _NOT_REFERENTS = frozenset({":polarity", ":mode", ":wiki"})
+
+
+def _decoded(graph: str | penman.Graph | None) -> penman.Graph | None:
+    if graph is None:
+        return None
+    try:
+        return penman.decode(graph) if isinstance(graph, str) else graph
+    except Exception:
+        return None
+
+
+def _concepts_beside_attributes(g: penman.Graph, merge_roots: bool, stem: bool) -> AMRConcepts:
+    """The package's earlier reading (`replace_attributed: false`; the multi-hop paragraph
+    hops use it, as measured): a node with a `:name` takes the name's string, other attribute
+    values are added beside their node's concept."""
+    names: dict[str, str] = {}
+    instances = {v: c for v, _, c in g.instances()}
+    for source, role, target in g.edges():
+        if role == ":name":
+            ops = sorted(
+                (r, t) for s, r, t in g.attributes() if s == target and r.startswith(":op")
+            )
+            names[source] = " ".join(str(t).strip('"') for _, t in ops).lower()
+    concept_of: dict[str, str] = {}
+    for var, concept in instances.items():
+        if concept == "name" and any(t == var for _, r, t in g.edges() if r == ":name"):
+            continue
+        concept_of[var] = names.get(var) or normalize_concept(concept or "")
+    out = AMRConcepts(root=concept_of.get(g.top))
+    for var, concept in concept_of.items():
+        if is_content(concept) and (merge_roots or var != g.top):
+            out.concepts.add(concept)
+    for source, role, target in g.attributes():
+        if role in {":polarity", ":instance"} or role.startswith(":op") or role == ":wiki":
+            continue
+        value = normalize_concept(str(target))
+        if is_content(value) and source in concept_of:
+            out.concepts.add(value)
+            out.edges.add((concept_of[source], role, value))
+    for source, role, target in g.edges():
+        if source in concept_of and target in concept_of and role != ":name":
+            out.edges.add((concept_of[source], role, concept_of[target]))
+    return stemmed(out) if stem else out

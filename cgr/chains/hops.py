@@ -28,6 +28,12 @@ from cgr.retrieval.paragraphs import (
 )
 
 
+def concepts_of_paragraph(graph) -> set[str]:
+    """A paragraph's concepts as the multi-hop hops were measured with: every root links and
+    named nodes become their names (the package's reading, not the QA chains' paper rules)."""
+    return amr_concepts(graph, merge_roots=True, replace_attributed=False).concepts
+
+
 class ChainHopRetriever:
     """`frontier`: frontier concepts tried per first-hop paragraph (each one query)."""
 
@@ -39,7 +45,7 @@ class ChainHopRetriever:
         self.parser = CachedParser(amr or AMRConfig(), progress=False)
 
     def _concepts(self, texts: list[str]) -> list[set[str]]:
-        return [amr_concepts(g).concepts for g in self.parser.parse(texts)]
+        return [concepts_of_paragraph(g) for g in self.parser.parse(texts)]
 
     def retrieve_chains(self, queries: list[str], first=None) -> list[list[ParagraphChain]]:
         """`first`: the questions' dense hits when the caller has them (beam_size or more)."""
@@ -133,7 +139,7 @@ class FrontierFinder:
 
     def next(self, question: str, paragraphs: list, used: set[str]) -> str | None:
         texts = [question, *(f"{p.title}. {p.text}" for p in paragraphs)]
-        known, *found = [amr_concepts(g).concepts for g in self.parser.parse(texts)]
+        known, *found = [concepts_of_paragraph(g) for g in self.parser.parse(texts)]
         seen = Counter(c for concepts in found for c in concepts)
         for paragraph, concepts in reversed(list(zip(paragraphs, found, strict=True))):
             for concept in frontier_concepts(paragraph, concepts - known, seen, self.titles):

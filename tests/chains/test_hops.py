@@ -76,3 +76,12 @@ def test_chain_guided_ircot_queries_add_the_next_frontier_concept(tmp_path):
         )._step_query(state)
         != f"{QUESTION} quixville"
     )
+
+
+def test_paragraph_hops_read_concepts_as_they_were_measured():
+    """The multi-hop hops keep the package's earlier reading (every root links, a named node is
+    its name, attribute values beside their node), not the QA chains' paper rules."""
+    from cgr.chains.hops import concepts_of_paragraph
+
+    g = '(d / discover-01 :ARG0 (p / person :name (n / name :op1 "Isaac" :op2 "Newton")) :ARG1 (g / gravity) :quant 3 :polarity -)'
+    assert concepts_of_paragraph(g) == {"discover", "isaac newton", "gravity", "3"}
