@@ -234,11 +234,21 @@ def check_model_numbers(model) -> None:
     from cgr.validation import at_least, positive
 
     init = (model.get("init_args") if isinstance(model, dict) else None) or {}
+
+    def number(key: str) -> float | None:  # YAML reads 1e-4 as a string; the parse makes a float
+        value = init.get(key)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                return None  # not a number at all: the full parse names it
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
     for key in ("lr", "retriever_lr", "similarity_scale"):
-        if init.get(key) is not None:
-            positive(f"model.{key}", init[key])
-    if init.get("weight_decay") is not None:
-        at_least("model.weight_decay", init["weight_decay"], 0)
+        if (value := number(key)) is not None:
+            positive(f"model.{key}", value)
+    if (value := number("weight_decay")) is not None:
+        at_least("model.weight_decay", value, 0)
 
 
 def check_data_files(data: dict) -> None:

@@ -123,7 +123,10 @@ def lock_run_folder(folder: str | Path):
 
     if os.environ.get("LOCAL_RANK", "0") != "0" or os.environ.get("NODE_RANK", "0") != "0":
         return None
-    path = Path(folder) / ".cgr-train.lock"
+    path = Path(folder).absolute() / ".cgr-train.lock"
+    for handle, _ in _HELD:  # this process holds it already (a second parse in one process)
+        if Path(handle.name) == path:
+            return handle
     created = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = path.open("a+")
@@ -155,7 +158,11 @@ def release_run_locks() -> None:
         handle, created = _HELD.pop()
         path = Path(handle.name)
         handle.close()
-        if [p.name for p in path.parent.iterdir()] == [path.name]:
+        try:
+            alone = [p.name for p in path.parent.iterdir()] == [path.name]
+        except OSError:  # the folder went away meanwhile (a test's temporary folder)
+            continue
+        if alone:
             path.unlink(missing_ok=True)
             for folder in created:  # deepest first, only the ones the lock made
                 try:

@@ -65,20 +65,27 @@ def test_bf16_falls_back_to_float32_only_on_a_cpu_without_bf16(
 def test_a_second_train_with_the_same_name_is_refused_while_the_first_runs(
     tmp_path, monkeypatch, capsys
 ):
-    """The run folder is locked for the life of a `cgr train`: a twin started meanwhile is
-    refused in one line (before any model loads) instead of interleaving checkpoints."""
-    from cgr.training.settings import lock_run_folder, release_run_locks
+    """The run folder is locked for the life of a `cgr train`: a twin started meanwhile (here
+    another process holding the lock as a running train does) is refused in one line, before
+    any model loads, instead of interleaving checkpoints."""
+    import os
+    import subprocess
+    import sys
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "data").symlink_to(ROOT / "data")
     (tmp_path / "configs").symlink_to(ROOT / "configs")
-    held = lock_run_folder(tmp_path / "checkpoints" / "twin")  # the first run, as it would
+    hold = ("from cgr.training.settings import lock_run_folder; import time; "
+            "lock_run_folder('checkpoints/twin'); print('locked', flush=True); time.sleep(120)")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen([sys.executable, "-c", hold], cwd=tmp_path, env=env,
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
+        assert first.stdout.readline().strip() == "locked"
         assert main(["train", "--config", "configs/default.yaml", "--name", "twin"]) == 2
         err = capsys.readouterr().err
-        assert "checkpoints/twin: another `cgr train` is using it (pid " in err
+        assert f"checkpoints/twin: another `cgr train` is using it (pid {first.pid})" in err
         assert err.count("\n") == 1 and not (tmp_path / "logs").exists()
     finally:
-        held.close()
-        release_run_locks()
-    assert not (tmp_path / "checkpoints" / "twin").exists()  # nothing but the lock was there
+        first.kill()
+        first.wait()
