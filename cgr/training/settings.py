@@ -144,6 +144,10 @@ def lock_run_folder(folder: str | Path):
     handle.truncate()
     handle.write(f"pid {os.getpid()}")
     handle.flush()
+    if not _HELD:  # a process that ends without release_run_locks (a parse alone) cleans up
+        import atexit
+
+        atexit.register(release_run_locks)
     _HELD.append((handle, created))
     return handle
 
