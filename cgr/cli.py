@@ -28,17 +28,18 @@ def train(argv: list[str]) -> int:
     from cgr.training.precheck import precheck
 
     precheck(argv)  # before torch and Lightning load: a refusal in a fraction of a second
-    from cgr.evaluation.predict import evaluate
     from cgr.training.config import train_cli
     from cgr.training.settings import release_run_locks
 
     try:
-        return _fit_and_evaluate(train_cli(argv), evaluate)
+        return _fit_and_evaluate(train_cli(argv))
     finally:
         release_run_locks()  # the run folder is free again
 
 
-def _fit_and_evaluate(cli, evaluate) -> int:
+def _fit_and_evaluate(cli) -> int:
+    from cgr.evaluation.predict import evaluate
+
     cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=_resume_from(cli))
     if cli.trainer.global_rank != 0:
         return 0

@@ -43,10 +43,25 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write(path, lambda f: f.write(text))
 
 
+def missing_folders(folder: Path) -> list[Path]:
+    """`folder` and its parents that do not exist yet, deepest first: what a mkdir would make."""
+    return [p for p in (folder, *folder.parents) if not p.exists()]
+
+
+def remove_empty(folders: list[Path]) -> None:
+    """Removes folders (deepest first) while they are empty: the ones a check made and left
+    unused; a folder something else filled meanwhile stays, and so do its parents."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            break
+
+
 def _cannot_write(folder: Path) -> str | None:
     """None if a file can be written in `folder`, else the reason. Folders it creates to find
     out are removed again: a run refused later leaves no empty folder behind."""
-    created = [p for p in (folder, *folder.parents) if not p.exists()]
+    created = missing_folders(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".cgr-write-test"):
@@ -54,11 +69,7 @@ def _cannot_write(folder: Path) -> str | None:
     except OSError as e:
         return e.strerror or str(e)
     finally:
-        for made in created:  # deepest first; a folder something else filled meanwhile stays
-            try:
-                made.rmdir()
-            except OSError:
-                break
+        remove_empty(created)
     return None
 
 

@@ -97,8 +97,9 @@ def amr_concepts(
     `concepts`, so no other AMR can meet it; `True` lets roots link (a package switch).
     `merge_noun_roots` (a package switch) lets a root that is not a predicate frame (no sense
     suffix: `(m / mammal :domain (w / whale))`) link, as copula sentences put their class noun
-    there. `replace_attributed=False` (a package switch) keeps a node's concept beside its values, so
-    `(l / leg :quant 6)` gives "leg" and "6"; the authors' code replaces it, as here.
+    there. `replace_attributed=False` (a package switch) is the package's earlier reading: a
+    named node becomes its name, other values sit beside their node's concept (`(l / leg
+    :quant 6)` gives "leg" and "6"); the authors' code replaces the node, as here.
     """
     g = _decoded(graph)
     if g is None:
@@ -116,8 +117,7 @@ def amr_concepts(
         if instances[var] == "name" and var in values:  # :op1 "Isaac" :op2 "Newton" -> one name
             concept_of[var] = [" ".join(values[var]).lower()]
         elif var in values:
-            own = [] if replace_attributed else [normalize_concept(concept or "")]
-            concept_of[var] = own + [normalize_concept(v) for v in values[var]]
+            concept_of[var] = [normalize_concept(v) for v in values[var]]
         else:
             concept_of[var] = [normalize_concept(concept or "")]
     out = AMRConcepts(root=(concept_of.get(g.top) or [None])[0])

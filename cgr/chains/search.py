@@ -95,10 +95,11 @@ def find_chains(
             break
 
     def key(kv):
-        facts, mean = kv[0], sum(scores.get(f, 0.0) for f in kv[0]) / len(kv[0])
+        facts = kv[0]
+        total = sum(scores.get(f, 0.0) for f in facts)
         if cfg.order == "relevance":
-            return (-mean, len(facts), facts)
-        return (len(facts), -mean * len(facts), facts)
+            return (-total / len(facts), len(facts), facts)
+        return (len(facts), -total, facts)
 
     ranked = sorted(found.items(), key=key)
     return [Chain(facts, links) for facts, links in ranked[: cfg.max_chains]], complete

@@ -58,11 +58,9 @@ def retrieval_encoder(module, checkpoint: dict, query_encoder: str = "auto"):
     snapshot = module.evidence_snapshot_encoder()
     if snapshot is not None:
         return snapshot
+    # no snapshot: the base encoder, unless the checkpoint predates snapshots and a refresh ran
     every_n = (checkpoint.get("hyper_parameters") or {}).get("refresh_evidence_every_n_epochs", 1)
-    old_refreshed = training_evidence_refreshed(int(checkpoint.get("epoch", 0)), int(every_n or 0))
-    from cgr.training.cgr_module import EVIDENCE_SNAPSHOT
-
-    if old_refreshed and EVIDENCE_SNAPSHOT not in checkpoint:
+    if training_evidence_refreshed(int(checkpoint.get("epoch", 0)), int(every_n or 0)):
         return module.query_encoder.eval()
     return None
 

@@ -86,7 +86,7 @@ class EvidenceRefresh(pl.Callback):
             and datamodule is not None
             and not trainer.sanity_checking
             and pl_module.global_step > 0  # the encoder has changed since setup
-            and pl_module.evidence_snapshot_encoder() is not None
+            and pl_module.has_evidence_snapshot
         ):
             datamodule.refresh_evidence(pl_module.query_encoder, trainer, splits=["dev"])
 

@@ -141,6 +141,10 @@ class CGRModule(ReaderModule):
         self._evidence_snapshot = {k: v.detach().to("cpu", copy=True) for k, v in state.items()}
         self.__dict__["_snapshot_encoder"] = None
 
+    @property
+    def has_evidence_snapshot(self) -> bool:
+        return self._evidence_snapshot is not None
+
     def evidence_snapshot_encoder(self):
         """A frozen copy of the query encoder at the last refresh, or None before any."""
         if self._evidence_snapshot is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cgr.errors import ConfigError, DataFormatError
-from cgr.files import require_writable_dir
+from cgr.files import missing_folders, remove_empty, require_writable_dir
 from cgr.validation import at_least
 
 CHECKPOINT = "pytorch_lightning.callbacks.ModelCheckpoint"
@@ -127,7 +127,7 @@ def lock_run_folder(folder: str | Path):
     for handle, _ in _HELD:  # this process holds it already (a second parse in one process)
         if Path(handle.name) == path:
             return handle
-    created = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+    created = missing_folders(path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = path.open("a+")
     try:
@@ -168,8 +168,4 @@ def release_run_locks() -> None:
             continue
         if alone:
             path.unlink(missing_ok=True)
-            for folder in created:  # deepest first, only the ones the lock made
-                try:
-                    folder.rmdir()
-                except OSError:
-                    break
+            remove_empty(created)  # only the folders the lock made
