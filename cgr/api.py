@@ -2,7 +2,7 @@
 facts. In the style of sentence-transformers:
 
     import cgr
-    model = cgr.Predictor.from_checkpoint("checkpoints/quickstart/best.ckpt")
+    model = cgr.Predictor.from_pretrained("checkpoints/default/model")  # `cgr export`'s folder
     prediction = model.predict("Which gas do plants take in?", ["oxygen", "carbon dioxide"])
     prediction.answer, prediction.scores, prediction.answer_choice.chains
 
@@ -23,19 +23,13 @@ from cgr.data.limits import question_problem
 from cgr.data.loaders import load_multiple_choice
 from cgr.data.records import Choice, Question
 from cgr.errors import ConfigError
-from cgr.evaluation.predict import (
-    check_query_encoder,
-    data_settings,
-    load_module,
-    module_class,
-    retrieval_encoder,
-)
+from cgr.evaluation.predict import module_class
 from cgr.evaluation.prediction import Prediction
 from cgr.evidence.pipeline import EvidencePipeline
+from cgr.pretrained.source import open_model
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.base import RetrievedFact
 from cgr.retrieval.factory import RetrievalConfig, build_retriever
-from cgr.training.checkpoints import read_checkpoint
 
 
 def _device(device: str | None) -> str:
@@ -84,18 +78,41 @@ class Predictor:
         chains: bool | None = None,
         batch_size: int = 16,
         query_encoder: str = "auto",
+        data_roots: Sequence[str | Path] = (),
     ) -> Predictor:
         """Loads with `weights_only=True` (a crafted pickle is refused). `chains=False` reads the
         plain pool instead of Ê; None keeps the checkpoint's setting. `query_encoder`: a CGR
         checkpoint retrieves with its "trained" query encoder, the "base" one it started from,
-        or ("auto", as `cgr eval`) the snapshot its reader's last training evidence came from."""
-        checkpoint = read_checkpoint(path)
-        check_query_encoder(query_encoder)
-        pipeline = EvidencePipeline.from_settings(data_settings(checkpoint), progress=False)
+        or ("auto", as `cgr eval`) the snapshot its reader's last training evidence came from.
+        `data_roots`: folders whose files (corpus, open book) a checkpoint written elsewhere
+        may name (cgr.pretrained.paths)."""
+        return cls._from_opened(
+            open_model(path, query_encoder, data_roots), device, chains, batch_size
+        )
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        path: str | Path,
+        device: str | None = None,
+        chains: bool | None = None,
+        batch_size: int = 16,
+        data_roots: Sequence[str | Path] = (),
+    ) -> Predictor:
+        """A model folder `cgr export` wrote (safetensors weights, cgr_config.json): no pickle
+        is read. The other arguments as `from_checkpoint`."""
+        if not Path(path).is_dir():
+            raise ConfigError(f"{path}: not a model folder (from_checkpoint opens checkpoints)")
+        return cls._from_opened(open_model(path, data_roots=data_roots), device, chains, batch_size)
+
+    @classmethod
+    def _from_opened(cls, opened, device, chains, batch_size) -> Predictor:
+        if batch_size < 1:  # before the models load
+            raise ConfigError(f"batch_size must be >= 1, not {batch_size}")
+        pipeline = EvidencePipeline.from_settings(opened.data, progress=False)
         if chains is not None:
             pipeline.chains.enabled = chains
-        module = load_module(path, checkpoint, _device(device))
-        encoder = retrieval_encoder(module, checkpoint, query_encoder)
+        module, encoder = opened.load(_device(device))
         if encoder is not None:  # CGR
             pipeline.use_query_encoder(encoder)
         return cls(module, pipeline, batch_size)
@@ -150,14 +167,14 @@ class Retriever:
         return cls(RetrievalConfig(method=method, corpus=files, encoder=encoder, **settings))
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path) -> Retriever:
-        """The retrieval a checkpoint was trained with; a CGR checkpoint's trained query encoder."""
-        checkpoint = read_checkpoint(path)
-        config = RetrievalConfig(**data_settings(checkpoint)["retrieval"])
+    def from_checkpoint(cls, path: str | Path, data_roots: Sequence[str | Path] = ()) -> Retriever:
+        """The retrieval a checkpoint (or model folder) was trained with, with CGR's trained
+        query encoder (the one its evidence came from)."""
+        opened = open_model(path, data_roots=data_roots)
+        config = RetrievalConfig(**opened.data["retrieval"])
         query_model = None
-        if module_class(checkpoint).__name__ == "CGRModule":
-            module = load_module(path, checkpoint)
-            query_model = module.query_encoder.eval()
+        if opened.folder is not None or module_class(opened.checkpoint).__name__ == "CGRModule":
+            _, query_model = opened.load()
         return cls(config, query_model)
 
     def retrieve(

@@ -1,4 +1,4 @@
-"""The one entry point: `cgr train`, `eval`, `explain`, `serve`, `encode`, `amr`, `ircot`,
+"""The one entry point: `cgr train`, `eval`, `export`, `explain`, `serve`, `encode`, `amr`, `ircot`,
 `riches`, `longdoc`."""
 
 from __future__ import annotations
@@ -23,8 +23,11 @@ def _offline_wandb() -> None:
 
 def train(argv: list[str]) -> int:
     """LightningCLI over a reader module (ReaderModule or CGRModule) + QADataModule; then
-    evaluates the best checkpoint on dev. Re-running the same command resumes from last.ckpt."""
+    evaluates the best checkpoint on dev. Re-running the same command resumes from last.ckpt.
+    `--export-model`: then writes the best model as a model folder, NAME/model (`cgr export`)."""
     _offline_wandb()
+    export = "--export-model" in argv
+    argv = [a for a in argv if a != "--export-model"]
     from cgr.training.precheck import precheck
 
     precheck(argv)  # before torch and Lightning load: a refusal in a fraction of a second
@@ -32,12 +35,12 @@ def train(argv: list[str]) -> int:
     from cgr.training.settings import release_run_locks
 
     try:
-        return _fit_and_evaluate(train_cli(argv))
+        return _fit_and_evaluate(train_cli(argv), export)
     finally:
         release_run_locks()  # the run folder is free again
 
 
-def _fit_and_evaluate(cli) -> int:
+def _fit_and_evaluate(cli, export: bool = False) -> int:
     from cgr.evaluation.predict import evaluate
 
     cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=_resume_from(cli))
@@ -49,9 +52,17 @@ def _fit_and_evaluate(cli) -> int:
     )
     print(f"best checkpoint: {best}")
     chains = os.path.join(os.path.dirname(best), "chains")  # the dev questions, drawn
-    result = evaluate(best, export_dir=chains)
+    from cgr.pretrained.source import open_model
+
+    # this process wrote the checkpoint: its files are the ones the config named
+    result = evaluate(open_model(best, trusted=True), export_dir=chains)
     print(f"chains: {os.path.join(chains, 'chains.html')} (open it in a browser)")
-    print("\n".join(result.report()))
+    if export:
+        from cgr.pretrained.export import export_model
+
+        folder = os.path.join(os.path.dirname(best), "model")
+        print("\n".join(export_model(best, folder, replace=True, trusted=True).lines()))
+    print("\n".join(result.report()))  # `accuracy:` stays the last line
     return 0
 
 
@@ -68,16 +79,21 @@ def _resume_from(cli) -> str | None:
 
 def evaluate_command(argv: list[str]) -> int:
     from cgr.evaluation import QUERY_ENCODERS
+    from cgr.pretrained.source import add_model_arguments
 
     parser = argparse.ArgumentParser(
-        prog="cgr eval", description="Score a question file with a checkpoint.", allow_abbrev=False
+        prog="cgr eval",
+        description="Score a question file with a checkpoint or a model folder.",
+        allow_abbrev=False,
     )
-    parser.add_argument("--checkpoint", required=True)
+    add_model_arguments(parser)
     parser.add_argument(
         "--data", default=None, help="official-format OBQA/ARC jsonl (default: the dev file)"
     )
     parser.add_argument(
-        "--out", default=None, help="predictions jsonl (default: beside the checkpoint)"
+        "--out",
+        default=None,
+        help="predictions jsonl (default: beside the checkpoint, or in the model folder)",
     )
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument(
@@ -92,40 +108,36 @@ def evaluate_command(argv: list[str]) -> int:
         "the snapshot the reader's last training evidence came from (base until a refresh ran)",
     )
     args = parser.parse_args(argv)
-    checkpoint = _eval_inputs(args)
+    opened = _eval_inputs(args)
     from cgr.evaluation.predict import evaluate
 
-    result = evaluate(
-        args.checkpoint,
-        args.data,
-        args.out,
-        args.batch_size,
-        args.export_dir,
-        args.no_chains,
-        args.query_encoder,
-        checkpoint=checkpoint,
-    )
+    result = evaluate(opened, args.data, args.out, args.batch_size, args.export_dir, args.no_chains)
     if args.export_dir:
         print(f"chains: {args.export_dir}/chains.jsonl, {args.export_dir}/chains.html")
     print("\n".join(result.report()))
     return 0
 
 
-def _eval_inputs(args) -> dict:
-    """The question file, the outputs and the checkpoint, checked before Lightning and the
-    models import (a refusal in about 2 s, most of it importing torch); the checkpoint read."""
+def _eval_inputs(args):
+    """The question file, the outputs and the model (checkpoint or folder, with the paths it
+    stores), checked before Lightning and the models import (a refusal in about 2 s, most of
+    it importing torch)."""
     from cgr.data.loaders import load_multiple_choice
+    from cgr.errors import ConfigError
     from cgr.files import require_writable_dir, require_writable_file
 
     if args.data:
         load_multiple_choice(args.data)
+    elif args.model:
+        raise ConfigError("--data: a model folder names no dev file; give the questions to score")
     if args.out:
         require_writable_file(args.out, "--out")
     if args.export_dir:
         require_writable_dir(args.export_dir, "--export-dir")
-    from cgr.training.checkpoints import read_checkpoint
+    from cgr.pretrained.source import model_path, open_model
 
-    return read_checkpoint(args.checkpoint)
+    return open_model(model_path(args), args.query_encoder, args.data_root,
+                      dev_file=args.data is None)  # fmt: skip
 
 
 def encode_command(argv: list[str]) -> int:
@@ -159,6 +171,12 @@ def longdoc_command(argv: list[str]) -> int:
     return longdoc_main(argv)
 
 
+def export_command(argv: list[str]) -> int:
+    from cgr.pretrained.export import main as export_main
+
+    return export_main(argv)
+
+
 def explain_command(argv: list[str]) -> int:
     from cgr.serving.explain import main as explain_main
 
@@ -175,6 +193,7 @@ COMMANDS = {
     "train": train,
     "eval": evaluate_command,
     "explain": explain_command,
+    "export": export_command,
     "serve": serve_command,
     "encode": encode_command,
     "amr": amr_command,

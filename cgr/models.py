@@ -81,6 +81,11 @@ def model_home() -> Path:
     return Path(os.environ.get("CGR_MODEL_HOME", Path.home() / ".cache" / "cgr" / "models"))
 
 
+def is_packaged(name: str) -> bool:
+    """A short name of a model shipped in PyPI wheels (cgr.models), not a path or hub name."""
+    return name in _PACKAGED or name in _SPLIT
+
+
 def resolve_model(name: str) -> str:
     """A packaged short name becomes its on-disk folder; paths and hub names pass unchanged."""
     if name in _SPLIT and not Path(name).exists():

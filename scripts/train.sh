@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Train (and then evaluate on dev) a retriever-reader.
+# Train a retriever-reader, evaluate it on dev, and export the best model as a model folder
+# (checkpoints/NAME/model: transformers / sentence-transformers, safetensors, a model card).
 #   scripts/train.sh                                   the embedded default (configs/default.yaml)
 #   scripts/train.sh configs/obqa.yaml                 OpenBookQA from ../shared/data
 #   scripts/train.sh configs/obqa.yaml trainer.max_epochs=1 data.batch_size=8
@@ -21,4 +22,4 @@ for a in "$@"; do
     *) echo "train.sh: overrides look like key=value (got '$a')" >&2; exit 2 ;;
   esac
 done
-exec "${CGR_VENV:-$root/.venv}/bin/cgr" train --config "$config" "${args[@]}"
+exec "${CGR_VENV:-$root/.venv}/bin/cgr" train --config "$config" --export-model "${args[@]}"

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytorch_lightning as pl
 
@@ -16,9 +18,11 @@ from cgr.evaluation import QUERY_ENCODERS
 from cgr.evaluation.prediction import Prediction
 from cgr.evidence.pipeline import EvidencePipeline
 from cgr.files import atomic_write, require_writable_dir, require_writable_file
-from cgr.training.checkpoints import read_checkpoint
 from cgr.training.datamodule import QADataModule
 from cgr.training.module import ReaderModule
+
+if TYPE_CHECKING:
+    from cgr.pretrained.source import OpenedModel
 
 
 def data_settings(checkpoint: dict) -> dict:
@@ -65,16 +69,16 @@ def retrieval_encoder(module, checkpoint: dict, query_encoder: str = "auto"):
     return None
 
 
-def _datamodule_from_checkpoint(
-    checkpoint: dict, data_file: str | None, no_chains: bool = False, **overrides
+def _datamodule_for(
+    data: dict, data_file: str | None, no_chains: bool = False, **overrides
 ) -> QADataModule:
-    """The DataModule the checkpoint was trained with, its evidence pipeline read back with
-    EvidencePipeline.from_settings (one reading of the settings for eval and the Python API)."""
-    hparams = data_settings(checkpoint)
-    pipeline = EvidencePipeline.from_settings(hparams)
+    """The DataModule a model was trained with (`data`: its stored data settings, paths
+    checked), its evidence pipeline read back with EvidencePipeline.from_settings (one reading
+    of the settings for eval and the Python API)."""
+    pipeline = EvidencePipeline.from_settings(data)
     if no_chains:
         pipeline.chains.enabled = False
-    rest = {k: v for k, v in hparams.items() if k not in pipeline.settings()}
+    rest = {k: v for k, v in data.items() if k not in pipeline.settings()}
     rest.update({k: v for k, v in overrides.items() if v is not None})
     rest["predict_file"] = data_file or rest.get("dev_file")
     return QADataModule(
@@ -163,41 +167,42 @@ def describe_distribution(shares: dict[str, float]) -> list[str]:
 
 
 def evaluate(
-    checkpoint_path: str,
+    model: str | Path | OpenedModel,
     data_file: str | None = None,
     out_path: str | None = None,
     batch_size: int | None = None,
     export_dir: str | None = None,
     no_chains: bool = False,
     query_encoder: str = "auto",
-    checkpoint: dict | None = None,
+    data_roots: Sequence[str | Path] = (),
 ) -> EvalResult:
-    """`query_encoder`: which encoder a CGR checkpoint retrieves with ("auto", "trained" or
-    "base"; see `retrieval_encoder` and README). `checkpoint`: the file already read
-    (`read_checkpoint`), so a caller that checked it first does not read it twice."""
-    checkpoint = checkpoint if checkpoint is not None else read_checkpoint(checkpoint_path)
-    check_query_encoder(query_encoder)
-    datamodule = _datamodule_from_checkpoint(
-        checkpoint, data_file, eval_batch_size=batch_size, no_chains=no_chains
+    """`model`: a checkpoint, a model folder (`cgr export`), or either already opened and
+    checked (`cgr.pretrained.source.open_model`). `query_encoder`: which encoder a CGR
+    checkpoint retrieves with ("auto", "trained" or "base"; see `retrieval_encoder` and
+    README). `data_roots`: folders a model written elsewhere may read files from."""
+    from cgr.pretrained.source import OpenedModel, open_model
+
+    opened = model if isinstance(model, OpenedModel) else open_model(
+        model, query_encoder, data_roots, dev_file=data_file is None
+    )  # fmt: skip
+    datamodule = _datamodule_for(
+        opened.data, data_file, eval_batch_size=batch_size, no_chains=no_chains
     )
     source = datamodule.hparams.predict_file
     out = (
-        Path(out_path)
-        if out_path
-        else Path(checkpoint_path).parent / f"predictions-{Path(source).stem}.jsonl"
+        Path(out_path) if out_path else opened.output_dir / f"predictions-{Path(source).stem}.jsonl"
     )
     require_writable_file(out, "--out")  # before the work, not after it
     if export_dir:
         require_writable_dir(export_dir, "--export-dir")
     import torch
 
-    # on the GPU before the DataModule retrieves: a CGR checkpoint's query encoder encodes there
-    model = load_module(checkpoint_path, checkpoint, "cuda" if torch.cuda.is_available() else "cpu")
-    encoder = retrieval_encoder(model, checkpoint, query_encoder)
+    # on the GPU before the DataModule retrieves: a CGR query encoder encodes there
+    module, encoder = opened.load("cuda" if torch.cuda.is_available() else "cpu")
     if encoder is not None:  # CGR
         datamodule.use_query_encoder(encoder)
     trainer = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False)
-    batches = trainer.predict(model, datamodule=datamodule)
+    batches = trainer.predict(module, datamodule=datamodule)
     records = [prediction_record(ex, scores) for batch in batches for ex, scores in batch]
     atomic_write(out, lambda f: f.writelines(json.dumps(r) + "\n" for r in records))
     labelled = [r["correct"] for r in records if r["correct"] is not None]

@@ -4,7 +4,19 @@ import argparse
 
 
 def checkpoint_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    """The options every command over one checkpoint starts from (no abbreviations)."""
+    """The options every command over one model starts from (no abbreviations): --checkpoint
+    or --model, and --data-root."""
+    from cgr.pretrained.source import add_model_arguments
+
     parser = argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False)
-    parser.add_argument("--checkpoint", required=True)
+    add_model_arguments(parser)
     return parser
+
+
+def load_predictor(args: argparse.Namespace):
+    """The Predictor over the checkpoint or model folder the command line names."""
+    from cgr.api import Predictor
+    from cgr.pretrained.source import model_path, open_model
+
+    opened = open_model(model_path(args), data_roots=args.data_root)
+    return Predictor._from_opened(opened, None, None, 16)

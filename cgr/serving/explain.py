@@ -9,7 +9,7 @@ from cgr.chains.drawing import to_svg
 from cgr.chains.export import export_record, page_record, write_exports
 from cgr.evaluation.prediction import Prediction
 from cgr.files import atomic_write_text, require_writable_dir, require_writable_file
-from cgr.serving import checkpoint_parser
+from cgr.serving import checkpoint_parser, load_predictor
 
 
 def explanation(prediction: Prediction, max_chains: int = 3) -> list[str]:
@@ -52,13 +52,13 @@ def main(argv: list[str]) -> int:
         "--svg", default=None, help="also write the question's chains as a standalone SVG file"
     )
     args = parser.parse_args(argv)
-    from cgr.api import Predictor, make_question
+    from cgr.api import make_question
 
     question = make_question(args.question, args.choices, args.labels)  # before the model loads
     out_dir = require_writable_dir(args.out_dir, "--out-dir")
     if args.svg:
         require_writable_file(args.svg, "--svg")
-    model = Predictor.from_checkpoint(args.checkpoint)
+    model = load_predictor(args)
     prediction = model.predict_questions([question])[0]
     print("\n".join(explanation(prediction, args.max_chains)))
     _, page = write_exports([prediction.to_dict()], Path(out_dir))

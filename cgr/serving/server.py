@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from cgr.data.records import Question
 from cgr.errors import CGRError, ConfigError
 from cgr.evaluation.prediction import Prediction
-from cgr.serving import checkpoint_parser
+from cgr.serving import checkpoint_parser, load_predictor
 from cgr.validation import at_least
 
 log = logging.getLogger(__name__)
@@ -230,13 +230,11 @@ def main(argv: list[str]) -> int:
         at_least(flag, value, 1)  # before the model loads
     import uvicorn
 
-    from cgr.api import Predictor
-
     sock = listening_socket(args.host, args.port)  # a port in use is refused before the model loads
-    predictor = Predictor.from_checkpoint(args.checkpoint)
+    predictor = load_predictor(args)
     app = create_app(predictor, args.max_waiting, args.max_batch, args.max_body_bytes)
     host, port = sock.getsockname()[:2]
-    print(f"serving {args.checkpoint} on http://{host}:{port}/", flush=True)
+    print(f"serving {args.checkpoint or args.model} on http://{host}:{port}/", flush=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0
 

@@ -48,19 +48,26 @@ def read_checkpoint(path: str | Path) -> dict:
 def resume_checkpoint(folder: str | Path) -> Path | None:
     """What `cgr train` resumes from: last.ckpt when it reads; a damaged last.ckpt (a run killed
     while writing it) is set aside as last.ckpt.damaged-N, never deleted, and the run resumes
-    from best.ckpt if that reads (a damaged best.ckpt is set aside the same way), else starts
-    from scratch. Each step is logged."""
+    from best.ckpt if that reads and holds the training state (a damaged best.ckpt is set aside
+    the same way), else starts from scratch. Each step is logged."""
     folder = Path(folder)
     last, best = folder / "last.ckpt", folder / "best.ckpt"
     if not last.exists():
         return None
     if _readable_or_set_aside(last):
         return last
-    if best.exists() and _readable_or_set_aside(best):
+    if best.exists() and _readable_or_set_aside(best) and _full_state(best):
         log.warning("resuming from %s instead", best)
         return best
-    log.warning("no readable checkpoint in %s: training starts from scratch", folder)
+    log.warning("no readable checkpoint with the training state in %s: training starts from "
+                "scratch (best.ckpt holds weights only)", folder)  # fmt: skip
     return None
+
+
+def _full_state(path: Path) -> bool:
+    """Whether a checkpoint holds the optimiser state a fit resumes from (best.ckpt is saved
+    weights-only by configs/callbacks/default.yaml; older ones hold the full state)."""
+    return "optimizer_states" in read_checkpoint(path)
 
 
 def _readable_or_set_aside(path: Path) -> bool:

@@ -15,6 +15,8 @@ from cgr.reader.examples import ReaderExample
 from cgr.reader.model import MultipleChoiceReader
 from cgr.validation import at_least, positive
 
+SAVED_METRICS = "cgr_metrics"  # checkpoint key: the dev metrics at the time it was saved
+
 
 def fused_adamw_fits(precision: str, strategy: object, devices: set[str]) -> bool:
     """Fused AdamW where the gradients reach the step unscaled (32-bit and bf16 have no loss
@@ -81,6 +83,16 @@ class ReaderModule(pl.LightningModule):
 
     def validation_step(self, batch, batch_idx):
         self._labelled_step(batch, "val")
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        """Signs the stored settings (this user's checkpoints name their files as they chose:
+        cgr.pretrained.paths) and keeps the dev accuracy it was saved at (the model card's)."""
+        from cgr.pretrained.signing import SIGNATURE, checkpoint_settings, sign
+
+        checkpoint[SIGNATURE] = sign(checkpoint_settings(checkpoint))
+        metrics = self._trainer.callback_metrics if self._trainer else {}
+        checkpoint[SAVED_METRICS] = {k: float(v) for k, v in metrics.items()
+                                     if k in ("val/acc", "val/loss")}  # fmt: skip
 
     def predict_step(self, batch, batch_idx):
         """(example, scores) per question; the example keeps, per choice, only the facts that

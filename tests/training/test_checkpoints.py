@@ -49,12 +49,24 @@ def test_cgr_eval_reports_a_bad_checkpoint_in_one_line(tmp_path, capsys):
 def test_a_damaged_last_checkpoint_is_set_aside_and_best_resumes(tmp_path, caplog):
     from cgr.training.checkpoints import resume_checkpoint
 
-    torch.save({"state_dict": {"w": torch.zeros(2)}}, tmp_path / "best.ckpt")
+    torch.save(
+        {"state_dict": {"w": torch.zeros(2)}, "optimizer_states": []}, tmp_path / "best.ckpt"
+    )
     (tmp_path / "last.ckpt").write_bytes(b"PK\x03\x04 cut while writing")
     assert resume_checkpoint(tmp_path) == tmp_path / "best.ckpt"
     assert (tmp_path / "last.ckpt.damaged-1").read_bytes().startswith(b"PK")  # kept, not deleted
     assert not (tmp_path / "last.ckpt").exists()
     assert "set aside as last.ckpt.damaged-1" in caplog.text
+
+
+def test_a_weights_only_best_checkpoint_is_not_resumed_from(tmp_path, caplog):
+    """best.ckpt is saved weights-only: a fit cannot resume from it, so it starts over."""
+    from cgr.training.checkpoints import resume_checkpoint
+
+    torch.save({"state_dict": {"w": torch.zeros(2)}}, tmp_path / "best.ckpt")
+    (tmp_path / "last.ckpt").write_bytes(b"PK\x03\x04 cut while writing")
+    assert resume_checkpoint(tmp_path) is None
+    assert (tmp_path / "best.ckpt").exists() and "best.ckpt holds weights only" in caplog.text
 
 
 def test_no_readable_checkpoint_means_from_scratch(tmp_path):
