@@ -113,8 +113,9 @@ def save_examples(path: Path, examples: list[ReaderExample]) -> None:
 
 
 # raised when the same settings give other chains (2: the paper's attribute nodes, paths end at
-# their first answer node), so caches of an older search are not read as this one's
-CHAIN_SEARCH_VERSION = 2
+# their first answer node; 3: the fact-path search, which finds more where a budget cut
+# the node DFS), so caches of an older search are not read as this one's
+CHAIN_SEARCH_VERSION = 3
 
 
 def chain_cache_path(pool_cache: Path, chains: ChainConfig) -> Path:
