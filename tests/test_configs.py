@@ -99,8 +99,9 @@ def test_configs_compose_shared_groups():
         config = resolved_config(ROOT / "configs" / name)
         kinds = [c["class_path"].rsplit(".", 1)[1] for c in config["trainer"]["callbacks"]]
         assert kinds == [
-            "ModelCheckpoint",
-            "ModelCheckpoint",
+            "ModelCheckpoint",  # best.ckpt, weights only
+            "ModelCheckpoint",  # last.ckpt after every validation
+            "ModelCheckpoint",  # last.ckpt every 10 minutes
             "RNGStateCheckpoint",
             "ThroughputMonitor",
         ]

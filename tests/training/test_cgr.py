@@ -64,7 +64,9 @@ def test_checkpoint_holds_the_query_encoder_and_eval_uses_it(cgr_run, tmp_path, 
     ckpt = torch.load(cgr_run / "ckpt" / "best.ckpt", map_location="cpu", weights_only=False)
     assert any(k.startswith("query_encoder.") for k in ckpt["state_dict"])
     assert any(k.startswith("reader.") for k in ckpt["state_dict"])
-    assert any("RNGStateCheckpoint" in k for k in ckpt["callbacks"])
+    assert "callbacks" not in ckpt and "optimizer_states" not in ckpt  # best.ckpt: weights only
+    full = torch.load(cgr_run / "ckpt" / "last.ckpt", map_location="cpu", weights_only=False)
+    assert any("RNGStateCheckpoint" in k for k in full["callbacks"]) and full["optimizer_states"]
     assert (
         main(
             [
@@ -82,13 +84,13 @@ def test_checkpoint_holds_the_query_encoder_and_eval_uses_it(cgr_run, tmp_path, 
     # best.ckpt was chosen on dev evidence retrieved with the query encoder `cgr eval` picks
     # by default ("auto": the trained one once the training evidence was refreshed with it, the
     # base one before): its val/acc is the accuracy eval prints
-    best = torch.load(cgr_run / "ckpt" / "best.ckpt", map_location="cpu", weights_only=False)
     score = next(
         v
-        for k, v in best["callbacks"].items()
+        for k, v in full["callbacks"].items()
         if "ModelCheckpoint" in k and v.get("best_model_score") is not None
     )
     assert float(last.split()[1]) == pytest.approx(float(score["best_model_score"]), abs=1e-6)
+    assert ckpt["cgr_metrics"]["val/acc"] == pytest.approx(float(score["best_model_score"]))
 
 
 def test_predictor_retrieves_with_the_trained_or_the_base_query_encoder(cgr_run):
