@@ -112,12 +112,28 @@ def cases(work: Path, config: Path, ckpt: Path) -> list[tuple[str, list[str], se
     long_fact = write(
         work / "long-fact.txt", "solar power is renewable\n" + "word " * 1_000_000 + "\n"
     )
+    anchors = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]'] + [
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]  # fmt: skip
+    bomb = write(work / "bomb.yaml", "\n".join(anchors) + "\n")
+    big_config = write(work / "big.yaml", "trainer:\n  max_epochs: 1\n# " + "x" * 50_000_000 + "\n")
+    itself = write(work / "itself.yaml", "trainer:\n  callbacks: itself.yaml\n")
+    crafted_corpus = work / "downloads" / "crafted-corpus.ckpt"
+    crafted_corpus.parent.mkdir(exist_ok=True)
+    stored = torch.load(ckpt, map_location="cpu", weights_only=True)
+    stored["datamodule_hyper_parameters"]["retrieval"]["corpus"] = ["/etc/hostname"]
+    torch.save(stored, crafted_corpus)
     train = ["train", "--config", str(config)]
     ev = ["eval", "--checkpoint", str(ckpt)]
     ircot = ["ircot", "--out", str(work / "ircot"), "--method", "oner"]
     return [
         ("crafted checkpoint (pickle that runs code)", ["eval", "--checkpoint", str(crafted)], {2}),
         ("truncated checkpoint", ["eval", "--checkpoint", str(truncated)], {2}),
+        ("checkpoint naming /etc/hostname as its corpus", ["explain", "--checkpoint", str(crafted_corpus),
+                                                           "--question", "What?", "--choices", "a", "b"], {2}),
+        ("1 KB YAML alias bomb as config", ["train", "--config", str(bomb)], {2}),
+        ("50 MB config", ["train", "--config", str(big_config)], {2}),
+        ("config that includes itself", ["train", "--config", str(itself)], {2}),
+        ("YAML alias bomb as ircot config", [*ircot, "--config", str(bomb)], {2}),
         ("empty checkpoint file", ["eval", "--checkpoint", str(empty)], {2}),
         ("text file as checkpoint", ["eval", "--checkpoint", str(text_file)], {2}),
         ("non-UTF-8 byte in a question file", [*ev, "--data", str(bad_byte)], {2}),

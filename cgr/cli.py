@@ -216,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # "no AVX2 build" is not news
     try:
+        from cgr.config_files import check_config_files
+
+        check_config_files(argv[1:])  # size and alias bounds before any parser reads a config
         return COMMANDS[argv[0]](argv[1:])
     except CGRError as e:
         print(f"error: {e}", file=sys.stderr)

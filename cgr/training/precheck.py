@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import yaml
 
+from cgr.config_files import load_config_file
 from cgr.errors import ConfigError, DataFormatError
 
 HELP = "(cgr train --help lists the settings)"
@@ -83,19 +84,21 @@ def split_args(argv: list[str]) -> tuple[list[Path], str | None, list[tuple[str,
 def load_configs(files: list[Path]) -> dict:
     config: dict = {}
     for path in files:
-        merge(config, resolve_groups(yaml.safe_load(path.read_text()) or {}, path.parent))
+        merge(config, resolve_groups(load_config_file(path) or {}, path.parent, (path.resolve(),)))
     return config
 
 
-def resolve_groups(value: Any, folder: Path) -> Any:
-    """Inline `key: group/file.yaml` (relative to the file that names it), recursively."""
+def resolve_groups(value: Any, folder: Path, including: tuple[Path, ...] = ()) -> Any:
+    """Inline `key: group/file.yaml` (relative to the file that names it), recursively;
+    `including`: the files that led here (a cycle is refused, not recursed into)."""
     if isinstance(value, str) and value.endswith((".yaml", ".yml")) and (folder / value).is_file():
         path = folder / value
-        return resolve_groups(yaml.safe_load(path.read_text()), path.parent)
+        loaded = load_config_file(path, including)
+        return resolve_groups(loaded, path.parent, (*including, path.resolve()))
     if isinstance(value, dict):
-        return {k: resolve_groups(v, folder) for k, v in value.items()}
+        return {k: resolve_groups(v, folder, including) for k, v in value.items()}
     if isinstance(value, list):
-        return [resolve_groups(v, folder) for v in value]
+        return [resolve_groups(v, folder, including) for v in value]
     return value
 
 
@@ -116,7 +119,9 @@ def set_key(config: dict, key: str, value: Any) -> None:
             child = node[part] = {}
         node = child
     if isinstance(value, str) and value.endswith((".yaml", ".yml")) and Path(value).is_file():
-        value = resolve_groups(yaml.safe_load(Path(value).read_text()), Path(value).parent)
+        value = resolve_groups(
+            load_config_file(Path(value)), Path(value).parent, (Path(value).resolve(),)
+        )
     node[last] = value
 
 

@@ -70,3 +70,47 @@ def test_reads_init_parameters_without_importing():
     assert "refresh_evidence_every_n_epochs" in init_parameters(
         "cgr.training.cgr_module", "CGRModule"
     )
+
+
+def _bomb(path, depth: int = 9) -> None:
+    lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, depth + 1)]
+    path.write_text("\n".join(lines) + "\ntrainer:\n  max_epochs: 1\n")
+
+
+@pytest.mark.parametrize("command", ["train", "ircot", "riches", "longdoc", "encode"])
+def test_config_bombs_are_refused_in_a_fraction_of_a_second(command, tmp_path, capsys):
+    """A 1 KB alias bomb (9^10 values expanded) and a 50 MB config: one line each, exit 2, with
+    no memory spent (the aliases are counted over the shared nodes, never expanded)."""
+    import time
+
+    from cgr.cli import main
+
+    _bomb(tmp_path / "bomb.yaml")
+    (tmp_path / "big.yaml").write_text("trainer:\n  max_epochs: 1\n# " + "x" * 50_000_000 + "\n")
+    for name, message in (("bomb.yaml", "aliases expand to more than 100,000 values"),
+                          ("big.yaml", "50,000,028 bytes; a config file is at most 1,000,000")):  # fmt: skip
+        start = time.perf_counter()
+        assert main([command, "--config", str(tmp_path / name)]) == 2
+        assert time.perf_counter() - start < 1.0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], err
+
+
+def test_a_small_alias_tree_and_the_shipped_configs_pass(tmp_path):
+    from cgr.config_files import check_config_file
+
+    _bomb(tmp_path / "small.yaml", depth=3)  # 9^4 values: a config may use aliases
+    check_config_file(tmp_path / "small.yaml")
+    for path in (ROOT / "configs").rglob("*.yaml"):
+        check_config_file(path)
+
+
+def test_a_config_that_includes_itself_is_named(tmp_path):
+    (tmp_path / "a.yaml").write_text("trainer:\n  callbacks: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("- a.yaml\n")
+    with pytest.raises(
+        CGRError,
+        match=r"a.yaml: a config that includes itself \(.*a.yaml -> .*b.yaml -> .*a.yaml\)",
+    ):
+        precheck(["--config", str(tmp_path / "a.yaml")])
