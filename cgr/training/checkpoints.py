@@ -83,3 +83,53 @@ def _readable_or_set_aside(path: Path) -> bool:
         path.rename(aside)
         log.warning("%s; set aside as %s", e, aside.name)
         return False
+
+
+PARTIAL = ".partial-"  # a checkpoint being written: .NAME.partial-PID in the run folder
+
+
+def partial_path(path: Path) -> Path:
+    import os
+
+    return path.with_name(f".{path.name}{PARTIAL}{os.getpid()}")
+
+
+def remove_partial_saves(folder: str | Path) -> list[Path]:
+    """Checkpoints a killed run was writing (left in its run folder, never in $TMPDIR): removed
+    when the next run locks the folder, each named in a warning."""
+    removed = []
+    for path in sorted(Path(folder).glob(f".*{PARTIAL}*")):
+        if path.is_file():
+            path.unlink()
+            removed.append(path)
+            log.warning("removed %s: a checkpoint a killed run was writing", path)
+    return removed
+
+
+def run_folder_checkpoint_io():
+    """Lightning's CheckpointIO, writing each checkpoint beside its final name and renaming it
+    (Lightning's own writes through fsspec into a temporary file in $TMPDIR, which `kill -9`
+    leaves there, up to a checkpoint's size, and holds a second copy in memory)."""
+    import os
+
+    import torch
+    from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
+
+    class RunFolderCheckpointIO(TorchCheckpointIO):
+        def save_checkpoint(self, checkpoint, path, storage_options=None) -> None:
+            if storage_options is not None or "://" in str(path):
+                return super().save_checkpoint(checkpoint, path, storage_options)
+            final = Path(path)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            partial = partial_path(final)
+            try:
+                with partial.open("wb") as f:
+                    torch.save(checkpoint, f)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(partial, final)
+            except BaseException:
+                partial.unlink(missing_ok=True)
+                raise
+
+    return RunFolderCheckpointIO()

@@ -52,6 +52,18 @@ class TrainCLI(LightningCLI):
             lock_run_folder(folder)
         bf16_where_native(self.config.trainer)
 
+    def instantiate_trainer(self, **kwargs):
+        """The trainer, its checkpoints written inside the run folder and renamed into place
+        (a custom CheckpointIO a config names is kept)."""
+        from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
+
+        from cgr.training.checkpoints import run_folder_checkpoint_io
+
+        trainer = super().instantiate_trainer(**kwargs)
+        if type(trainer.strategy.checkpoint_io) is TorchCheckpointIO:
+            trainer.strategy.checkpoint_io = run_folder_checkpoint_io()
+        return trainer
+
 
 def cpu_has_native_bf16() -> bool:
     """AVX512-BF16 or AMX on x86 (oneDNN's bf16 kernels run natively); elsewhere what oneDNN

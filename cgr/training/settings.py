@@ -144,6 +144,11 @@ def lock_run_folder(folder: str | Path):
     handle.truncate()
     handle.write(f"pid {os.getpid()}")
     handle.flush()
+    from cgr.training.checkpoints import remove_partial_saves
+
+    remove_partial_saves(
+        path.parent
+    )  # a killed run's half-written checkpoints (the lock: none live)
     if not _HELD:  # a process that ends without release_run_locks (a parse alone) cleans up
         import atexit
 

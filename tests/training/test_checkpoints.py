@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -88,3 +89,49 @@ def test_a_damaged_best_checkpoint_is_set_aside_too(tmp_path):
     assert resume_checkpoint(tmp_path) is None
     assert (tmp_path / "best.ckpt.damaged-1").read_bytes() == b"PK\x03\x04 cut"
     assert not (tmp_path / "best.ckpt").exists()
+
+
+def test_checkpoints_are_written_in_the_run_folder_and_renamed(tmp_path, monkeypatch):
+    """Lightning's own save goes through a temporary file in $TMPDIR that `kill -9` leaves
+    behind; cgr's writes .NAME.partial-PID beside the checkpoint and renames it."""
+    from cgr.training.checkpoints import partial_path, run_folder_checkpoint_io
+
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmpdir))
+    io = run_folder_checkpoint_io()
+    seen = []
+    real_save = torch.save
+
+    def watching_save(obj, f, *args, **kwargs):
+        seen.append(Path(f.name))
+        return real_save(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", watching_save)
+    target = tmp_path / "run" / "last.ckpt"
+    io.save_checkpoint({"state_dict": {"w": torch.ones(2)}}, target)
+    assert seen == [partial_path(target)] and seen[0].parent == target.parent
+    assert torch.load(target, weights_only=True)["state_dict"]["w"].sum() == 2
+    assert not seen[0].exists() and not list(tmpdir.iterdir())
+
+    class Unsaveable:
+        def __reduce__(self):
+            raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        io.save_checkpoint({"state_dict": {}, "x": Unsaveable()}, target)
+    assert torch.load(target, weights_only=True)["state_dict"]["w"].sum() == 2  # the old one kept
+    assert [p.name for p in target.parent.iterdir()] == ["last.ckpt"]
+
+
+def test_a_killed_runs_partial_checkpoints_are_removed_at_the_next_lock(tmp_path, caplog):
+    from cgr.training.settings import lock_run_folder, release_run_locks
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / ".last.ckpt.partial-4242").write_bytes(b"PK half")
+    (run / "best.ckpt").write_bytes(b"kept")
+    lock_run_folder(run)
+    release_run_locks()
+    assert not (run / ".last.ckpt.partial-4242").exists() and (run / "best.ckpt").exists()
+    assert "a checkpoint a killed run was writing" in caplog.text
