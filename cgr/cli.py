@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[argv[0]](argv[1:])
     except CGRError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return e.exit_code
 
 
 if __name__ == "__main__":

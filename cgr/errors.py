@@ -4,7 +4,10 @@ from __future__ import annotations
 
 
 class CGRError(Exception):
-    """Base class: the CLI prints these as one line, without a traceback."""
+    """Base class: the CLI prints these as one line, without a traceback, and exits with
+    `exit_code`."""
+
+    exit_code = 2
 
 
 class DataFormatError(CGRError):

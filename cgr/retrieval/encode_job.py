@@ -17,12 +17,17 @@ import torch
 from torch.utils.data import DataLoader
 
 from cgr.data.corpus import Corpus
+from cgr.errors import CGRError
 from cgr.retrieval.embedding_cache import EmbeddingCache, cache_folder
 from cgr.retrieval.encoders import load_sentence_encoder
 from cgr.retrieval.factory import RetrievalConfig
 from cgr.retrieval.index import FaissIndex
 
 log = logging.getLogger(__name__)
+
+
+class EncodeStopped(CGRError):
+    exit_code = 143  # 128 + SIGTERM, as a shell reports a process the signal ended
 
 
 class CorpusEncodingModule(pl.LightningModule):
@@ -38,6 +43,13 @@ class CorpusEncodingModule(pl.LightningModule):
 
     @torch.no_grad()
     def predict_step(self, batch: list[tuple[int, int]], batch_idx: int) -> int:
+        if self._trainer is not None and self.trainer.received_sigterm:
+            # Lightning only notes SIGTERM during predict; stop at a chunk boundary instead of
+            # running to the end: the chunks written are complete and kept for the next run
+            raise EncodeStopped(
+                f"stopped by SIGTERM after {batch_idx} chunk(s) of this run; the chunks written "
+                "are kept, and running the same command again encodes the rest"
+            )
         written = 0
         for cache_no, chunk in batch:
             cache = self.caches[cache_no]

@@ -70,3 +70,36 @@ def test_a_cache_written_for_another_corpus_is_refused(tmp_path):
     result = encode(tmp_path)
     assert result.returncode == 2
     assert "does not match this corpus" in result.stderr and str(meta.parent) in result.stderr
+
+
+def test_sigterm_stops_at_a_chunk_and_keeps_the_chunks_written(tmp_path):
+    """`kill -TERM` during `cgr encode`: it stops before the next chunk, exits 143 with one
+    line, and the chunks written stay for the next run, which encodes only the rest."""
+    import signal
+    import time
+
+    corpus = tmp_path / "facts.txt"
+    corpus.write_text(
+        "".join(f"fact {i} says a plant in pot {i % 97} needs light\n" for i in range(8 * 2048))
+    )
+    cache = tmp_path / "cache"
+    cmd = [sys.executable, "-m", "cgr.cli", "encode", "--config", "configs/default.yaml",
+           f"data.retrieval.cache_dir={cache}", f"data.retrieval.corpus=[{corpus}]",
+           "data.retrieval.open_book=null"]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.time() + 300
+    while not chunks(cache) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert chunks(cache), "no chunk written before the deadline"
+    proc.send_signal(signal.SIGTERM)
+    start = time.time()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and time.time() - start < 30
+    assert "stopped by SIGTERM" in err and "running the same command again" in err
+    written = len(chunks(cache))
+    assert 1 <= written < 8
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"encoding {8 - written} chunks" in again.stderr and len(chunks(cache)) == 8
