@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from cgr.data.limits import question_problem
+from cgr.data.limits import labels_problem, question_problem
 from cgr.data.loaders import load_multiple_choice
 from cgr.data.records import Choice, Question
 from cgr.errors import ConfigError
@@ -47,16 +47,9 @@ def make_question(
     if problem := question_problem(question, choices):
         field, what = problem
         raise ConfigError(f"{field} {what}")
-    if labels is not None and (
-        isinstance(labels, str | bytes) or not isinstance(labels, list | tuple)
-    ):
-        raise ConfigError(f"labels must be a list of texts, not {type(labels).__name__}")
-    labels = [str(lb) for lb in (labels or string.ascii_uppercase[: len(choices)])]
-    if len(labels) != len(choices) or len(set(labels)) != len(labels):
-        raise ConfigError(
-            f"labels: {len(labels)} given for {len(choices)} choices; they must match one to "
-            "one and all differ"
-        )
+    if problem := labels_problem(labels, len(choices)):
+        raise ConfigError(f"labels{'' if problem[0] == '[' else ' '}{problem}")
+    labels = list(labels or string.ascii_uppercase[: len(choices)])
     options = [Choice(lb, c) for lb, c in zip(labels, choices, strict=True)]
     return Question(question_id, question, options, None)
 
@@ -66,9 +59,18 @@ class Predictor:
     with: retrieval, chains and evidence selection exactly as `cgr eval` runs them."""
 
     def __init__(self, module, pipeline: EvidencePipeline, batch_size: int = 16):
-        if batch_size < 1:
-            raise ConfigError(f"batch_size must be >= 1, not {batch_size}")
         self.module, self.pipeline, self.batch_size = module.eval(), pipeline, batch_size
+
+    @property
+    def batch_size(self) -> int:
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: int) -> None:
+        """Checked whenever it is set, after loading too (questions scored together)."""
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"batch_size must be a whole number >= 1, not {value!r}")
+        self._batch_size = value
 
     @classmethod
     def from_checkpoint(
@@ -107,8 +109,8 @@ class Predictor:
 
     @classmethod
     def _from_opened(cls, opened, device, chains, batch_size) -> Predictor:
-        if batch_size < 1:  # before the models load
-            raise ConfigError(f"batch_size must be >= 1, not {batch_size}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be a whole number >= 1, not {batch_size!r}")
         pipeline = EvidencePipeline.from_settings(opened.data, progress=False)
         if chains is not None:
             pipeline.chains.enabled = chains
@@ -129,6 +131,8 @@ class Predictor:
 
     def predict_file(self, path: str | Path) -> list[Prediction]:
         """Every question of an official-format OBQA / ARC jsonl file."""
+        if not isinstance(path, str | Path):
+            raise ConfigError(f"path must be a file path, not {type(path).__name__}")
         return self.predict_questions(load_multiple_choice(path))
 
     def predict_questions(self, questions: list[Question]) -> list[Prediction]:

@@ -60,6 +60,33 @@ def test_bad_questions_are_clear_errors(predictor):
         predictor.predict("Why?", ["a", 2])
     with pytest.raises(ConfigError, match="labels"):
         predictor.predict("Why?", ["a", "b"], labels=["A", "A"])
+    with pytest.raises(ConfigError, match="path must be a file path, not NoneType"):
+        predictor.predict_file(None)
+    with pytest.raises(ConfigError, match="batch_size must be a whole number >= 1, not 0"):
+        predictor.batch_size = 0
+    assert predictor.batch_size == 16  # unchanged by the refused value
+
+
+@pytest.mark.parametrize(
+    ("question", "choices", "labels", "message"),
+    [
+        ("\u200b\u2060", ["a", "b"], None, "question is empty"),
+        ("Why?", ["a", "\x00\x00"], None, r"choices\[1\] is empty"),
+        ("Why?", ["a", "\ufeff "], None, r"choices\[1\] is empty"),
+        ("Why?", ["a", "b"], [{"x": 1}, "B"], r"labels\[0\] must be text, not dict"),
+        ("Why?", ["a", "b"], ["", "B"], r"labels\[0\] must be 1 to 16 visible characters"),
+        ("Why?", ["a", "b"], ["A", "B" * 100_000], r"labels\[1\] must be 1 to 16 visible"),
+        ("Why?", ["a", "b"], "AB", "labels must be a list of texts, not str"),
+        ("Why?", ["a", "b"], ["A"], "labels 1 given for 2 choices"),
+    ],
+)
+def test_questions_labels_and_invisible_text_are_refused(question, choices, labels, message):
+    """The same limits for the API, `cgr serve` and question files: a text of zero-width or
+    control characters only is empty; labels are short visible texts, one per choice."""
+    from cgr.api import make_question
+
+    with pytest.raises(ConfigError, match=message):
+        make_question(question, choices, labels)
 
 
 @pytest.mark.parametrize("method", ["dense", "bm25", "tfidf"])
@@ -96,7 +123,10 @@ def test_readme_snippet_runs_as_written(tiny_run, tmp_path):
     snippet = re.search(r"<!-- api-snippet -->\s*```python\n(.*?)```", readme, re.S).group(1)
     (tmp_path / "checkpoints" / "default").mkdir(parents=True)
     model = tmp_path / "checkpoints" / "default" / "model"  # as scripts/train.sh exports it
-    assert main(["export", "--checkpoint", str(tiny_run / "ckpt" / "best.ckpt"), "--out", str(model)]) == 0
+    assert (
+        main(["export", "--checkpoint", str(tiny_run / "ckpt" / "best.ckpt"), "--out", str(model)])
+        == 0
+    )
     os.symlink(ROOT / "data", tmp_path / "data")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     (tmp_path / "snippet.py").write_text(snippet)

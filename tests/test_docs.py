@@ -45,7 +45,6 @@ def test_every_subcommand_in_a_command_block_answers_help(capsys):
 
 def test_quickstart_last_line_is_what_cgr_train_prints(tmp_path):
     from cgr.evaluation.predict import EvalResult
-
     from cgr.pretrained.export import ExportReport
 
     quoted = re.search(r"ends with:\n\n```\n(.*?)\n```", README, flags=re.S).group(1).splitlines()

@@ -13,14 +13,23 @@ from __future__ import annotations
 MAX_QUESTION_CHARS = 20_000
 MAX_CHOICE_CHARS = 5_000
 MIN_CHOICES, MAX_CHOICES = 2, 8
+MAX_LABEL_CHARS = 16
+
+
+def visible(text: str) -> bool:
+    """Whether a text shows anything: not only whitespace, control characters (NUL) and
+    invisible format characters (zero-width space U+200B, word joiner U+2060, BOM)."""
+    import unicodedata
+
+    return any(not ch.isspace() and unicodedata.category(ch) not in ("Cc", "Cf") for ch in text)
 
 
 def text_problem(value: object, limit: int) -> str | None:
     """What is wrong with a question or choice text, or None."""
     if not isinstance(value, str):
         return f"must be text, not {type(value).__name__}"
-    if not value.strip():
-        return "is empty"
+    if not visible(value):
+        return "is empty"  # whitespace, NUL and zero-width characters only count as empty
     if len(value) > limit:
         return f"has {len(value):,} characters (at most {limit:,})"
     return None
@@ -48,4 +57,21 @@ def question_problem(question: object, choices: object) -> tuple[str, str] | Non
         problem = text_problem(choice, MAX_CHOICE_CHARS)
         if problem:
             return f"choices[{i}]", problem
+    return None
+
+
+def labels_problem(labels: object, n_choices: int) -> str | None:
+    """What is wrong with the answer labels given for n choices (None: no labels, A, B, ...)."""
+    if labels is None:
+        return None
+    if isinstance(labels, str | bytes) or not isinstance(labels, list | tuple):
+        return f"must be a list of texts, not {type(labels).__name__}"
+    for i, label in enumerate(labels):
+        if not isinstance(label, str):
+            return f"[{i}] must be text, not {type(label).__name__}"
+        if not visible(label) or len(label) > MAX_LABEL_CHARS:
+            return f"[{i}] must be 1 to {MAX_LABEL_CHARS} visible characters"
+    if len(labels) != n_choices or len(set(labels)) != len(labels):
+        return (f"{len(labels)} given for {n_choices} choices; they must match one to one "
+                "and all differ")  # fmt: skip
     return None
