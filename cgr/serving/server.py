@@ -17,6 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel
+from starlette.requests import (
+    Request,  # module level: FastAPI resolves the handler's annotations here
+)
 
 from cgr.data.records import Question
 from cgr.errors import CGRError, ConfigError
@@ -152,6 +155,28 @@ class BatchingQueue:
                     self.answered += 1
 
 
+class ClientLeft(Exception):
+    pass
+
+
+async def unless_client_left(awaitable, request, every_s: float = 0.1):
+    """The awaitable's result, or ClientLeft once the client has disconnected: its question is
+    then taken off the queue (a cancelled request is skipped by the worker) instead of
+    computed for nobody. Starlette does not cancel a handler whose client went away."""
+    task = asyncio.ensure_future(awaitable)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=every_s)
+            if done:
+                return task.result()
+            if await request.is_disconnected():
+                task.cancel()
+                raise ClientLeft
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+
+
 def create_app(
     predictor, max_waiting: int = 64, max_batch: int = 8, max_body_bytes: int = MAX_BODY_BYTES
 ):
@@ -193,13 +218,13 @@ def create_app(
         return {"status": "ok", "answered": queue.answered, "waiting": queue._queue.qsize()}
 
     @app.post("/api/predict")
-    async def predict(ask: Ask) -> dict:
+    async def predict(ask: Ask, request: Request) -> dict:
         try:
             question = make_question(ask.question, ask.choices, ask.labels)
         except ConfigError as e:
             raise HTTPException(status_code=422, detail=str(e)) from e
         try:
-            prediction = await queue.submit(question)
+            prediction = await unless_client_left(queue.submit(question), request)
         except QueueFull as e:
             raise HTTPException(
                 status_code=503,
@@ -208,6 +233,8 @@ def create_app(
             ) from e
         except CGRError as e:
             raise HTTPException(status_code=422, detail=str(e)) from e
+        except ClientLeft:
+            return JSONResponse(status_code=499, content={"detail": "the client disconnected"})
         record = prediction.to_dict()
         return {**record, "report": page_record(record)}
 

@@ -119,3 +119,52 @@ def test_the_page_draws_the_chains_of_a_question_typed_into_it(server, tmp_path)
     assert console == []
     assert 'id="ask-status">answer: (' in dom
     assert "Which energy source is renewable?" in dom and 'class="chain-graph"' in dom
+
+
+class CountingPredictor:
+    """The serving queue's view of a model: questions in, predictions out, slowly (the reader's
+    work is not what this test measures; which questions reach it is)."""
+
+    def __init__(self, predictor):
+        self.real, self.seen = predictor, []
+
+    def predict_questions(self, questions):
+        self.seen += [q.stem for q in questions]
+        time.sleep(0.4)
+        return self.real.predict_questions(questions)
+
+
+def test_requests_whose_clients_left_are_not_computed(tiny_run):
+    """Clients that send a question and hang up: their questions are taken off the queue, so
+    the next live request waits for at most the batch in progress, not for every abandoned one
+    (12 abandoned requests delayed the next by 16 s when each was computed)."""
+    counting = CountingPredictor(cgr.Predictor.from_checkpoint(tiny_run / "ckpt" / "best.ckpt"))
+    port = free_port()
+    config = uvicorn.Config(create_app(counting, max_waiting=64, max_batch=1), host="127.0.0.1",
+                            port=port, log_level="warning")  # fmt: skip
+    instance = uvicorn.Server(config)
+    threading.Thread(target=instance.run, daemon=True).start()
+    while not instance.started:
+        time.sleep(0.1)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        warm = post(url, QUESTION)
+        assert warm[0] == 200, warm
+        first = ThreadPoolExecutor(1).submit(
+            post, url, {**QUESTION, "question": "Which one first?"}
+        )
+        time.sleep(0.1)
+        for i in range(12):  # send a question, then hang up
+            body = json.dumps({**QUESTION, "question": f"Abandoned {i}?"}).encode()
+            with socket.create_connection(("127.0.0.1", port)) as s:
+                s.sendall(b"POST /api/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)  # fmt: skip
+                time.sleep(0.05)
+        time.sleep(0.5)  # the server notices the hang-ups (it checks every 0.1 s)
+        status, answer = post(url, {**QUESTION, "question": "Which one last?"})
+        assert status == 200 and answer["question"] == "Which one last?"
+        assert first.result()[0] == 200
+        abandoned = [q for q in counting.seen if q.startswith("Abandoned")]
+        assert len(abandoned) <= 2, abandoned  # at most those taken before their client left
+    finally:
+        instance.should_exit = True
