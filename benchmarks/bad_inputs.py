@@ -108,6 +108,19 @@ def cases(work: Path, config: Path, ckpt: Path) -> list[tuple[str, list[str], se
     hp_dup = write(work / "hp-dup.json", json.dumps([HOTPOT, HOTPOT]))
     qasper_empty = write(work / "qasper-empty.json", json.dumps(
         {"p1": {"title": "T", "full_text": [], "qas": [{"question": "What?", "answers": []}]}}))  # fmt: skip
+    paper = {"title": "T", "full_text": [{"section_name": "S", "paragraphs": ["Bread rises."]}]}
+    answer = {"unanswerable": False, "yes_no": None, "extractive_spans": [], "free_form_answer": "",
+              "evidence": []}  # fmt: skip
+    qasper_yes_no = write(work / "qasper-yes-no.json", json.dumps({"p1": {**paper, "qas": [
+        {"question": "Does it rise?", "answers": [{"answer": {**answer, "yes_no": "no"}}]}]}}))  # fmt: skip
+    qasper_spans = write(work / "qasper-spans.json", json.dumps({"p1": {**paper, "qas": [
+        {"question": "What rises?", "answers": [{"answer": {**answer, "extractive_spans": [1, 2]}}]}]}}))  # fmt: skip
+    qasper_blank = write(work / "qasper-blank.json", json.dumps({"p1": {**paper, "qas": [
+        {"question": "\u200b", "answers": [{"answer": {**answer, "free_form_answer": "x"}}]}]}}))  # fmt: skip
+    hp_types = write(
+        work / "hp-types.json",
+        json.dumps([HOTPOT, {**HOTPOT, "_id": "h2", "supporting_facts": [["Bob"]]}]),
+    )
     blocker = write(work / "a-file", "not a folder")
     long_fact = write(
         work / "long-fact.txt", "solar power is renewable\n" + "word " * 1_000_000 + "\n"
@@ -175,6 +188,14 @@ def cases(work: Path, config: Path, ckpt: Path) -> list[tuple[str, list[str], se
                                "--limit", "-1"], {2}),
         ("QASPER paper without paragraph text", ["longdoc", "--out", str(work / "longdoc"), "--data",
                                                  str(qasper_empty)], {2}),
+        ("QASPER yes_no given as the string 'no'", ["longdoc", "--out", str(work / "longdoc"), "--data",
+                                                    str(qasper_yes_no)], {2}),
+        ("QASPER extractive_spans of numbers", ["longdoc", "--out", str(work / "longdoc"), "--data",
+                                                str(qasper_spans)], {2}),
+        ("QASPER question of a zero-width space", ["longdoc", "--out", str(work / "longdoc"), "--data",
+                                                   str(qasper_blank)], {2}),
+        ("HotpotQA supporting_facts [['Bob']] (counted skip)", [*ircot, "--data", str(hp_types), "--method", "nor",
+                                                                "--generator.max_new_tokens=4"], {0}),
         ("longdoc --limit -1", ["longdoc", "--out", str(work / "longdoc"), "--data", str(hp_one_empty),
                                 "--limit", "-1"], {2}),
         ("HotpotQA record with empty context (counted)", [*ircot, "--data", str(hp_one_empty), "--limit", "0",

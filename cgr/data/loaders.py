@@ -148,9 +148,24 @@ def load_multiple_choice(path: str | Path) -> list[Question]:
 
 def _answer_list(obj: dict, path: str, lineno: int | None) -> list[str]:
     if "answer" in obj:
-        answers = [str(obj["answer"])] + [str(a) for a in obj.get("answer_aliases", [])]
+        aliases = _typed_list(obj.get("answer_aliases", []), "answer_aliases", path, lineno)
+        answers = [str(obj["answer"])] + [str(a) for a in aliases]
     elif "answers_objects" in obj:
-        answers = [s for a in obj["answers_objects"] for s in a.get("spans", [])]
+        answers = []
+        objects = _typed_list(obj["answers_objects"], "answers_objects", path, lineno)
+        for i, answer in enumerate(objects):
+            field = f"answers_objects[{i}]"
+            if not isinstance(answer, dict):
+                raise DataFormatError(
+                    path, lineno, field, f"expected an object, got {type(answer).__name__}"
+                )
+            for j, span in enumerate(
+                _typed_list(answer.get("spans", []), f"{field}.spans", path, lineno)
+            ):
+                if not isinstance(span, str | int | float) or isinstance(span, bool):
+                    raise DataFormatError(path, lineno, f"{field}.spans[{j}]",
+                                          f"expected text, got {type(span).__name__}")  # fmt: skip
+                answers.append(str(span))
     else:
         raise DataFormatError(
             path, lineno, "answer", "missing (expected 'answer' or 'answers_objects')"
@@ -158,32 +173,68 @@ def _answer_list(obj: dict, path: str, lineno: int | None) -> list[str]:
     return answers
 
 
+def _typed_list(value: object, field: str, path: str, lineno: int | None) -> list:
+    if not isinstance(value, list):
+        raise DataFormatError(path, lineno, field, f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _paragraphs(items: object, field: str, path: str, lineno: int | None) -> list[Paragraph]:
+    """IRCoT-processed `contexts` / MuSiQue `paragraphs`: objects with text `title` and
+    `paragraph_text` and an optional boolean `is_supporting`."""
+    out = []
+    for i, item in enumerate(_typed_list(items, field, path, lineno)):
+        where = f"{field}[{i}]"
+        if not isinstance(item, dict):
+            raise DataFormatError(
+                path, lineno, where, f"expected an object, got {type(item).__name__}"
+            )
+        for key in ("title", "paragraph_text"):
+            if not isinstance(item.get(key, ""), str):
+                raise DataFormatError(path, lineno, f"{where}.{key}",
+                                      f"expected text, got {type(item[key]).__name__}")  # fmt: skip
+        supporting = item.get("is_supporting", False)
+        if not isinstance(supporting, bool | int) or supporting not in (0, 1):
+            raise DataFormatError(path, lineno, f"{where}.is_supporting",
+                                  f"expected true or false, got {supporting!r}"[:200])  # fmt: skip
+        out.append(
+            Paragraph(item.get("title", ""), item.get("paragraph_text", ""), bool(supporting))
+        )
+    return out
+
+
+def _supporting_titles(obj: dict, path: str, lineno: int | None) -> set[str]:
+    """HotpotQA's `supporting_facts`: [title, sentence index] pairs."""
+    titles = set()
+    for i, fact in enumerate(
+        _typed_list(obj.get("supporting_facts", []), "supporting_facts", path, lineno)
+    ):
+        if not (isinstance(fact, list) and len(fact) == 2 and isinstance(fact[0], str)):
+            raise DataFormatError(path, lineno, f"supporting_facts[{i}]",
+                                  "expected [title, sentence index]")  # fmt: skip
+        titles.add(fact[0])
+    return titles
+
+
 def parse_open_question(obj: dict, path: str, lineno: int | None) -> OpenQuestion:
     """A HotpotQA / 2Wiki / MuSiQue record, official or IRCoT-processed format."""
     if "question_text" in obj:  # IRCoT processed
         qid = str(_get(obj, "question_id", (str, int), path, lineno))  # type: ignore[arg-type]
         question = _get(obj, "question_text", str, path, lineno)
-        paragraphs = [
-            Paragraph(c.get("title", ""), c.get("paragraph_text", ""), bool(c.get("is_supporting")))
-            for c in obj.get("contexts", [])
-        ]
+        paragraphs = _paragraphs(obj.get("contexts", []), "contexts", path, lineno)
     else:
         qid = str(obj.get("_id", obj.get("id", "")))
         if not qid:
             raise DataFormatError(path, lineno, "_id", "missing")
         question = _get(obj, "question", str, path, lineno)
         if "paragraphs" in obj:  # MuSiQue
-            paragraphs = [
-                Paragraph(
-                    p.get("title", ""), p.get("paragraph_text", ""), bool(p.get("is_supporting"))
-                )
-                for p in obj["paragraphs"]
-            ]
+            paragraphs = _paragraphs(obj["paragraphs"], "paragraphs", path, lineno)
         else:  # HotpotQA / 2Wiki official: context = [[title, [sentences]]]
-            supporting = {t for t, _ in obj.get("supporting_facts", [])}
+            supporting = _supporting_titles(obj, path, lineno)
             paragraphs = []
-            for i, item in enumerate(obj.get("context", [])):
-                if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], list)):
+            for i, item in enumerate(_typed_list(obj.get("context", []), "context", path, lineno)):
+                if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+                        and isinstance(item[1], list) and all(isinstance(x, str) for x in item[1])):  # fmt: skip
                     raise DataFormatError(
                         path, lineno, f"context[{i}]", "expected [title, [sentences]]"
                     )

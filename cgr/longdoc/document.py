@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cgr.data.limits import visible
 from cgr.data.loaders import read_utf8
 from cgr.errors import DataFormatError
 
@@ -105,8 +106,15 @@ def _answer(path: Path, paper: str, raw: dict, where: str) -> Answer:
     if a.get("unanswerable"):
         return Answer("unanswerable", "Unanswerable", evidence)
     if a.get("yes_no") is not None:
+        if not isinstance(a["yes_no"], bool):  # "no" is a true string: it would read as Yes
+            raise _fail(path, paper, f"{where}.answers[].answer.yes_no",
+                        f"must be true, false or null, not {type(a['yes_no']).__name__}")  # fmt: skip
         return Answer("yes_no", "Yes" if a["yes_no"] else "No", evidence)
     spans = a.get("extractive_spans") or []
+    if not isinstance(spans, list) or not all(isinstance(x, str) for x in spans):
+        raise _fail(
+            path, paper, f"{where}.answers[].answer.extractive_spans", "not a list of strings"
+        )
     if spans:
         return Answer("extractive", ", ".join(spans), evidence)
     free = a.get("free_form_answer") or ""
@@ -135,6 +143,8 @@ def load_qasper(path: str | Path) -> list[DocQuestion]:
         for n, qa in enumerate(qas):
             if not isinstance(qa, dict) or not isinstance(qa.get("question"), str):
                 raise _fail(path, paper_id, f"qas[{n}].question", "missing or not a string")
+            if not visible(qa["question"]):
+                raise _fail(path, paper_id, f"qas[{n}].question", "is empty")
             qid = str(qa.get("question_id") or f"{paper_id}-{n}")
             if qid in seen:
                 raise _fail(path, paper_id, f"qas[{n}].question_id", f"repeats {qid!r}")

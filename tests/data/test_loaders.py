@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 
@@ -111,6 +112,40 @@ def test_hotpotqa_official_and_ircot_formats(tmp_path):
     write_jsonl(tmp_path / "i.jsonl", [ircot])
     q = load_open_questions(tmp_path / "i.jsonl")[0]
     assert (q.id, q.answers, q.paragraphs[0].title) == ("b2", ["Paris"], "P")
+
+
+OFFICIAL = {"_id": "a1", "question": "Who?", "answer": "Ann", "supporting_facts": [["T1", 0]],
+            "context": [["T1", ["Ann was born."]]]}  # fmt: skip
+PROCESSED = {"question_id": "b2", "question_text": "Where?", "answers_objects": [{"spans": ["Paris"]}],
+             "contexts": [{"title": "P", "paragraph_text": "Paris is big.", "is_supporting": True}]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("record", "field", "problem"),
+    [
+        ({**OFFICIAL, "supporting_facts": [["Bob"]]}, "supporting_facts[0]", "expected [title, sentence index]"),
+        ({**OFFICIAL, "supporting_facts": "T1"}, "supporting_facts", "expected a list, got str"),
+        ({**OFFICIAL, "context": [[["T1"], ["x"]]]}, "context[0]", "expected [title, [sentences]]"),
+        ({**OFFICIAL, "context": [["T1", [1, 2]]]}, "context[0]", "expected [title, [sentences]]"),
+        ({**PROCESSED, "contexts": [{"title": "P", "paragraph_text": 7}]}, "contexts[0].paragraph_text",
+         "expected text, got int"),
+        ({**PROCESSED, "contexts": [{"title": ["P"], "paragraph_text": "x"}]}, "contexts[0].title",
+         "expected text, got list"),
+        ({**PROCESSED, "contexts": ["P"]}, "contexts[0]", "expected an object, got str"),
+        ({**PROCESSED, "contexts": [{"title": "P", "paragraph_text": "x", "is_supporting": "yes"}]},
+         "contexts[0].is_supporting", "expected true or false"),
+        ({**PROCESSED, "answers_objects": ["x"]}, "answers_objects[0]", "expected an object, got str"),
+        ({**PROCESSED, "answers_objects": [{"spans": [["x"]]}]}, "answers_objects[0].spans[0]",
+         "expected text, got list"),
+    ],
+)  # fmt: skip
+def test_hotpotqa_fields_of_the_wrong_type_are_named(tmp_path, record, field, problem):
+    """Each was a raw traceback (or a skip naming no field) before."""
+    write_jsonl(tmp_path / "h.jsonl", [record])
+    with pytest.raises(
+        DataFormatError, match=rf"h.jsonl:1: field '{re.escape(field)}': {re.escape(problem)}"
+    ):
+        load_open_questions(tmp_path / "h.jsonl")
 
 
 def test_corpus_ids_are_content_hashes_independent_of_order(tmp_path):

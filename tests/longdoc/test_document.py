@@ -53,6 +53,15 @@ def test_answers_of_every_type_and_evidence_as_paragraph_ids():
             lambda p: p["qas"][0]["answers"][0].pop("answer"),
             "['cgr-bread'].qas[0].answers[].answer",
         ),
+        (lambda p: p["qas"][0].update(question=" \u200b"), "['cgr-bread'].qas[0].question"),
+        (
+            lambda p: p["qas"][0]["answers"][0]["answer"].update(extractive_spans=[1, 2]),
+            "['cgr-bread'].qas[0].answers[].answer.extractive_spans",
+        ),
+        (
+            lambda p: p["qas"][0]["answers"][0]["answer"].update(yes_no="no"),
+            "['cgr-bread'].qas[0].answers[].answer.yes_no",
+        ),
     ],
 )
 def test_a_bad_record_names_the_paper_and_field(tmp_path, edit, field):
