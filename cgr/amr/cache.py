@@ -9,6 +9,7 @@ waiting for its busy timeout, when two processes switch a fresh database to WAL 
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -16,18 +17,35 @@ from pathlib import Path
 from filelock import FileLock
 from tqdm.auto import tqdm
 
+log = logging.getLogger(__name__)
+
 
 class ParseCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(f"{self.path}.lock", timeout=60):
-            self.db = sqlite3.connect(self.path, timeout=60)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute(
-                "CREATE TABLE IF NOT EXISTS parses (backend TEXT, sentence TEXT, graph TEXT, PRIMARY KEY (backend, sentence))"
-            )
-            self.db.commit()
+            try:
+                self._open()
+            except sqlite3.DatabaseError as e:  # not a database (a crash, a stray file)
+                self.db.close()
+                n = 1
+                while (aside := self.path.with_name(f"{self.path.name}.damaged-{n}")).exists():
+                    n += 1
+                self.path.rename(aside)
+                for suffix in ("-wal", "-shm"):
+                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                log.warning("AMR parse cache %s unreadable (%s): set aside as %s, parsing anew",
+                            self.path, e, aside.name)  # fmt: skip
+                self._open()
+
+    def _open(self) -> None:
+        self.db = sqlite3.connect(self.path, timeout=60)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS parses (backend TEXT, sentence TEXT, graph TEXT, PRIMARY KEY (backend, sentence))"
+        )
+        self.db.commit()
 
     def get_many(self, backend: str, sentences: list[str]) -> dict[str, str | None]:
         found: dict[str, str | None] = {}

@@ -150,20 +150,52 @@ def save_chains(path: Path, examples: list[ReaderExample]) -> None:
     )
 
 
+DAMAGED = (
+    ValueError,
+    KeyError,
+    TypeError,
+    AttributeError,
+    UnicodeDecodeError,
+)  # a cut or garbled cache
+
+
 def load_chains(path: Path, examples: list[ReaderExample]) -> bool:
     """Sets chains and Ê from `path`; False (nothing changed) when it does not hold exactly these
-    questions, so a stale or foreign file is searched again, never half used."""
-    with path.open(encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f]
-    if [r["question_id"] for r in rows] != [ex.question_id for ex in examples] or any(
-        len(r["chains"]) != len(ex.pool) for r, ex in zip(rows, examples, strict=True)
-    ):
-        log.warning("%s does not match its pools; searching chains again", path)
+    questions, or cannot be read (a cut file), so a stale, foreign or damaged file is searched
+    again, never half used."""
+    try:
+        with path.open(encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f]
+        ok = [r["question_id"] for r in rows] == [ex.question_id for ex in examples] and all(
+            len(r["chains"]) == len(ex.pool) for r, ex in zip(rows, examples, strict=True)
+        )
+        chains = (
+            [[[Chain.from_dict(c) for c in cs] for cs in r["chains"]] for r in rows] if ok else []
+        )
+    except DAMAGED:
+        ok = False
+    if not ok:
+        log.warning("%s does not match its pools or is damaged; searching chains again", path)
         return False
-    for r, ex in zip(rows, examples, strict=True):
-        ex.chains = [[Chain.from_dict(c) for c in chains] for chains in r["chains"]]
-        ex.chain_facts = r["chain_facts"]
+    for r, ex, found in zip(rows, examples, chains, strict=True):
+        ex.chains, ex.chain_facts = found, r["chain_facts"]
     return True
+
+
+def cached_examples(path: Path, questions: list) -> list[ReaderExample] | None:
+    """The pools cached in `path` for exactly these questions; None, with a warning and the
+    file removed, when it is cut, garbled or holds other questions (rebuilt by the caller)."""
+    try:
+        examples = load_examples(path)
+        ok = [ex.question_id for ex in examples] == [q.id for q in questions]
+        why = "it holds other questions" if not ok else ""
+    except DAMAGED as e:
+        ok, why = False, f"{type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''}"
+    if ok:
+        return examples
+    log.warning("pool cache %s is damaged (%s); retrieving again", path, why)
+    path.unlink(missing_ok=True)
+    return None
 
 
 def load_examples(path: Path) -> list[ReaderExample]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,8 @@ from cgr.errors import CacheMismatchError
 from cgr.files import atomic_write
 from cgr.retrieval.encoders import TextEncoder
 from cgr.retrieval.index import ExactVectors
+
+log = logging.getLogger(__name__)
 
 
 def cache_folder(root: str | Path, model_name: str, corpus: Corpus) -> Path:
@@ -45,7 +48,17 @@ class EmbeddingCache:
         meta_path = self.folder / "meta.json"
         if not meta_path.exists():
             return
-        found = json.loads(meta_path.read_text())
+        try:
+            found = json.loads(meta_path.read_text(encoding="utf-8"))
+            if not isinstance(found, dict):
+                raise ValueError("not an object")
+        except (ValueError, UnicodeDecodeError) as e:  # a crash or a bad disk: rebuild it
+            log.warning("embedding cache %s: meta.json unreadable (%s); its chunks are "
+                        "removed and encoded again", self.folder, str(e).splitlines()[0][:80])  # fmt: skip
+            for chunk in self.folder.glob("chunk-*.npy"):
+                chunk.unlink()
+            meta_path.unlink()
+            return
         diff = {k: (found.get(k), v) for k, v in self.meta.items() if found.get(k) != v}
         if diff:
             detail = ", ".join(
@@ -77,8 +90,25 @@ class EmbeddingCache:
         return [f.text for f in self.corpus.facts[n * self.chunk_size : (n + 1) * self.chunk_size]]
 
     def todo(self) -> list[int]:
-        """Chunks not on disk yet (a killed run resumes after its last whole chunk)."""
-        return [n for n in range(self.num_chunks) if not self._chunk_path(n).exists()]
+        """Chunks not on disk yet (a killed run resumes after its last whole chunk); a chunk
+        that is cut or holds the wrong number of vectors is removed, with a warning, and
+        encoded again."""
+        return [n for n in range(self.num_chunks) if not self._chunk_ok(n)]
+
+    def _chunk_ok(self, n: int) -> bool:
+        path = self._chunk_path(n)
+        if not path.exists():
+            return False
+        try:  # the header and the file's length, memory-mapped: no vectors read
+            array = np.load(path, mmap_mode="r")
+            ok = array.ndim == 2 and len(array) == len(self.chunk_texts(n))
+        except (ValueError, OSError, EOFError):
+            ok = False
+        if not ok:
+            log.warning("embedding cache chunk %s is damaged (cut or the wrong shape); "
+                        "encoding it again", path)  # fmt: skip
+            path.unlink()
+        return ok
 
     def write_chunk(self, n: int, vectors: np.ndarray) -> None:
         atomic_write(self._chunk_path(n), binary=True, write=lambda f: np.save(f, vectors))

@@ -15,9 +15,9 @@ from cgr.data.gold import attach_gold_facts
 from cgr.data.loaders import load_multiple_choice
 from cgr.evidence.pipeline import EvidencePipeline
 from cgr.evidence.pools import (
+    cached_examples,
     chain_cache_path,
     load_chains,
-    load_examples,
     pool_cache_key,
     save_chains,
     save_examples,
@@ -143,9 +143,9 @@ class QADataModule(pl.LightningDataModule):
         key = pool_cache_key(paths + gold_files, self.retrieval, extra)
         cache = Path(self.hparams.pool_cache_dir) / f"{Path(paths[0]).stem}-{key}.jsonl"
         self._pool_files[split] = cache
-        if cache.exists():
+        if cache.exists() and (cached := cached_examples(cache, questions)) is not None:
             log.info("evidence pools for %s from cache %s", ", ".join(paths), cache)
-            return load_examples(cache)
+            return cached
         examples = self._on_shares(
             questions, lambda qs: self.pipeline.pools(qs, f"retrieving evidence ({split})")
         )

@@ -101,3 +101,12 @@ def test_parsing_in_worker_processes_equals_one_process(tmp_path):
     assert sum(g is not None for g in one) >= 35
     # the second call reads the cache: nothing left for the workers
     assert parallel.parse(facts[:5]) == one[:5]
+
+
+def test_a_garbled_cache_file_is_set_aside_and_parsing_starts_anew(tmp_path, caplog):
+    path = tmp_path / "amr.sqlite"
+    path.write_bytes(b"this is not an sqlite database" * 100)
+    cache, parse = ParseCache(path), Counting()
+    assert cache.parse("b", ["cat a"], parse, progress=False) == ["(x / cat)"]
+    assert (tmp_path / "amr.sqlite.damaged-1").read_bytes().startswith(b"this is not")
+    assert "set aside as amr.sqlite.damaged-1" in caplog.text

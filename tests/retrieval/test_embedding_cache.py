@@ -66,3 +66,25 @@ def test_cache_of_another_corpus_is_refused_and_kept(tmp_path, encoder):
         EmbeddingCache(folder, "minilm", Corpus(TEXTS[:5]), chunk_size=3).load_or_build(encoder)
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     assert json.loads((folder / "meta.json").read_text())["num_facts"] == 7
+
+
+def test_a_cut_chunk_and_a_garbled_meta_are_rebuilt_with_a_warning(tmp_path, encoder, caplog):
+    """What a crash or a bad disk leaves in a cache the package wrote: never a traceback,
+    never silent reuse."""
+    corpus = Corpus(TEXTS)
+    folder = tmp_path / "cache"
+    EmbeddingCache(folder, "minilm", corpus, chunk_size=3).load_or_build(encoder, progress=False)
+    good = np.load(folder / "chunk-00001.npy")
+    cut = folder / "chunk-00001.npy"
+    cut.write_bytes(cut.read_bytes()[:-100])
+    resumed = CountingEncoder(encoder)
+    vectors = EmbeddingCache(folder, "minilm", corpus, chunk_size=3).load_or_build(
+        resumed, progress=False
+    )
+    assert resumed.encoded == 3 and np.allclose(vectors[3:6], good, atol=1e-6)
+    assert "chunk-00001.npy is damaged" in caplog.text
+    (folder / "meta.json").write_bytes(b"\x00garbage{")
+    again = CountingEncoder(encoder)
+    EmbeddingCache(folder, "minilm", corpus, chunk_size=3).load_or_build(again, progress=False)
+    assert again.encoded == 7 and "meta.json unreadable" in caplog.text
+    assert json.loads((folder / "meta.json").read_text())["num_facts"] == 7

@@ -86,6 +86,14 @@ def test_a_truncated_or_mismatched_index_file_is_rebuilt_not_used(tmp_path, capl
     FaissIndex.load_or_build(tmp_path, lambda: calls.append(1) or vectors, spec, use_gpu=False)
     assert calls == [1]
 
+    # changed in place at the same size (a bad disk, a crash mid-write): the checksum catches it
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = b"\xff" * 64
+    path.write_bytes(bytes(data))
+    calls.clear()
+    FaissIndex.load_or_build(tmp_path, lambda: calls.append(1) or vectors, spec, use_gpu=False)
+    assert calls == [1] and "does not match the checksum" in caplog.text
+
 
 SAVE_MANY = """
 import sys

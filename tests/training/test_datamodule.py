@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -136,3 +137,23 @@ def test_explained_chains_go_through_the_facts_the_reader_ranks_first(tmp_path):
             assert all(set(c.facts) <= best for c in chains)
             dropped += len(all_chains) - len(chains)
     assert dropped > 0, "the sample data has chains through less relevant facts"
+
+
+@pytest.mark.parametrize("damage", ["cut mid-line", "cut at a line end", "garbage"])
+def test_a_damaged_pool_or_chain_cache_is_rebuilt_with_a_warning(tmp_path, damage, caplog):
+    """A cut pool file used to raise a JSON traceback naming no file (mid-line) or silently
+    train on fewer questions (at a line end): now it is named, removed and retrieved again."""
+    first = _chain_datamodule(tmp_path)
+    first.setup("validate")
+    pools = [p for p in (tmp_path / "pools").glob("*.jsonl") if ".chains-" not in p.name]
+    chains = next((tmp_path / "pools").glob("*.chains-*.jsonl"))
+    for path in (*pools, chains):
+        data = path.read_bytes()
+        cut = {"cut mid-line": data[: len(data) // 2], "garbage": b"\xff\x00{not json\n",
+               "cut at a line end": b"".join(data.splitlines(keepends=True)[:-1])}[damage]  # fmt: skip
+        path.write_bytes(cut)
+    second = _chain_datamodule(tmp_path)
+    second.setup("validate")
+    for a, b in zip(first.splits["dev"], second.splits["dev"], strict=True):
+        assert (a.question_id, a.chains, a.facts) == (b.question_id, b.chains, b.facts)
+    assert "is damaged" in caplog.text
