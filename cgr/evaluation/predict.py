@@ -3,8 +3,10 @@ evidence for a question file, score every choice and write one JSON line per que
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +19,7 @@ from cgr.errors import ConfigError
 from cgr.evaluation import QUERY_ENCODERS
 from cgr.evaluation.prediction import Prediction
 from cgr.evidence.pipeline import EvidencePipeline
-from cgr.files import atomic_write, require_writable_dir, require_writable_file
+from cgr.files import require_writable_dir, require_writable_file
 from cgr.training.datamodule import QADataModule
 from cgr.training.module import ReaderModule
 
@@ -119,6 +121,50 @@ def load_module(path: str | Path, checkpoint: dict, device: str = "cpu"):
         hf_logging.set_verbosity(level)
 
 
+class PredictionWriter(pl.Callback):
+    """Writes each batch's predictions as it is scored, to OUT.partial, renamed to OUT when
+    all are written: a full disk (or a size limit) mid-eval stops with one line naming the
+    file and keeps every question written before it in OUT.partial."""
+
+    def __init__(self, out: Path):
+        self.out, self.partial = out, out.with_name(out.name + ".partial")
+        self.records: list[dict] = []
+        self._file, self._written = None, 0
+
+    def __enter__(self) -> PredictionWriter:
+        self.partial.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.partial.open("w", encoding="utf-8")
+        return self
+
+    def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        rows = [prediction_record(ex, scores) for ex, scores in outputs]
+        try:
+            self._file.writelines(json.dumps(r) + "\n" for r in rows)
+            self._file.flush()
+        except OSError as e:
+            with contextlib.suppress(OSError):  # whole lines only: the batch that failed goes
+                os.truncate(self.partial, self._written)
+            self._file = open(os.devnull, "w")  # noqa: SIM115 - the buffer's rest is dropped
+            raise OutputError(
+                f"{self.partial}: could not write ({e.strerror}); the {len(self.records)} "
+                f"questions scored before it are kept there: free space or choose --out elsewhere"
+            ) from None
+        self.records += rows
+        self._written = self._file.tell()
+
+    def __exit__(self, kind, error, trace) -> None:
+        try:
+            self._file.close()
+        except OSError:
+            pass
+        if kind is None:
+            os.replace(self.partial, self.out)
+
+
+class OutputError(ConfigError):
+    pass
+
+
 def prediction_record(example, scores: list[float]) -> dict:
     return Prediction.from_example(example, scores).to_dict()
 
@@ -201,16 +247,22 @@ def evaluate(
     module, encoder = opened.load("cuda" if torch.cuda.is_available() else "cpu")
     if encoder is not None:  # CGR
         datamodule.use_query_encoder(encoder)
-    trainer = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False)
-    batches = trainer.predict(module, datamodule=datamodule)
-    records = [prediction_record(ex, scores) for batch in batches for ex, scores in batch]
-    atomic_write(out, lambda f: f.writelines(json.dumps(r) + "\n" for r in records))
+    writer = PredictionWriter(out)
+    trainer = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False,
+                         callbacks=[writer])  # fmt: skip
+    with writer:
+        trainer.predict(module, datamodule=datamodule, return_predictions=False)
+    records = writer.records
     labelled = [r["correct"] for r in records if r["correct"] is not None]
     correct = sum(labelled)
     if export_dir:
         from cgr.chains.export import write_exports
 
-        write_exports(records, Path(export_dir))
+        try:
+            write_exports(records, Path(export_dir))
+        except OSError as e:
+            raise OutputError(f"--export-dir {export_dir}: could not write ({e.strerror}); the "
+                              f"predictions are in {out}") from None  # fmt: skip
     return EvalResult(
         correct / len(labelled) if labelled else math.nan, out, position_distribution(records)
     )
