@@ -12,16 +12,15 @@ facts. In the style of sentence-transformers:
 
 from __future__ import annotations
 
-import string
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
-from cgr.data.limits import labels_problem, question_problem
+from cgr.data.limits import make_question  # noqa: F401 - part of the API
 from cgr.data.loaders import load_multiple_choice
-from cgr.data.records import Choice, Question
+from cgr.data.records import Question
 from cgr.errors import ConfigError
 from cgr.evaluation.predict import module_class
 from cgr.evaluation.prediction import Prediction
@@ -34,24 +33,6 @@ from cgr.retrieval.factory import RetrievalConfig, build_retriever
 
 def _device(device: str | None) -> str:
     return device or ("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def make_question(
-    question: str,
-    choices: Sequence[str],
-    labels: Sequence[str] | None = None,
-    question_id: str = "question",
-) -> Question:
-    """A question record from plain text; a ConfigError naming the field for what cannot be
-    answered (the limits of cgr.data.limits, as for question files and `cgr serve`)."""
-    if problem := question_problem(question, choices):
-        field, what = problem
-        raise ConfigError(f"{field} {what}")
-    if problem := labels_problem(labels, len(choices)):
-        raise ConfigError(f"labels{'' if problem[0] == '[' else ' '}{problem}")
-    labels = list(labels or string.ascii_uppercase[: len(choices)])
-    options = [Choice(lb, c) for lb, c in zip(labels, choices, strict=True)]
-    return Question(question_id, question, options, None)
 
 
 class Predictor:

@@ -10,6 +10,12 @@ multiple-choice question has, eight twice what OBQA / ARC use.
 
 from __future__ import annotations
 
+import string
+from collections.abc import Sequence
+
+from cgr.data.records import Choice, Question
+from cgr.errors import ConfigError
+
 MAX_QUESTION_CHARS = 20_000
 MAX_CHOICE_CHARS = 5_000
 MIN_CHOICES, MAX_CHOICES = 2, 8
@@ -75,3 +81,21 @@ def labels_problem(labels: object, n_choices: int) -> str | None:
         return (f"{len(labels)} given for {n_choices} choices; they must match one to one "
                 "and all differ")  # fmt: skip
     return None
+
+
+def make_question(
+    question: str,
+    choices: Sequence[str],
+    labels: Sequence[str] | None = None,
+    question_id: str = "question",
+) -> Question:
+    """A question record from plain text; a ConfigError naming the field for what cannot be
+    answered (the limits of cgr.data.limits, as for question files and `cgr serve`)."""
+    if problem := question_problem(question, choices):
+        field, what = problem
+        raise ConfigError(f"{field} {what}")
+    if problem := labels_problem(labels, len(choices)):
+        raise ConfigError(f"labels{'' if problem[0] == '[' else ' '}{problem}")
+    labels = list(labels or string.ascii_uppercase[: len(choices)])
+    options = [Choice(lb, c) for lb, c in zip(labels, choices, strict=True)]
+    return Question(question_id, question, options, None)

@@ -16,35 +16,15 @@ from typing import TYPE_CHECKING
 import pytorch_lightning as pl
 
 from cgr.errors import ConfigError
-from cgr.evaluation import QUERY_ENCODERS
 from cgr.evaluation.prediction import Prediction
 from cgr.evidence.pipeline import EvidencePipeline
 from cgr.files import require_writable_dir, require_writable_file
+from cgr.pretrained.source import check_query_encoder, data_settings  # noqa: F401 - kept importable here
 from cgr.training.datamodule import QADataModule
 from cgr.training.module import ReaderModule
 
 if TYPE_CHECKING:
     from cgr.pretrained.source import OpenedModel
-
-
-def data_settings(checkpoint: dict) -> dict:
-    """The `data` settings `cgr train` stored in a checkpoint (QADataModule's hyper-parameters)."""
-    hparams = {
-        k: v
-        for k, v in (checkpoint.get("datamodule_hyper_parameters") or {}).items()
-        if not k.startswith("_")  # LightningCLI's own bookkeeping (_instantiator, _class_path)
-    }
-    if not hparams or "retrieval" not in hparams:
-        raise ConfigError("checkpoint has no data settings (was it written by `cgr train`?)")
-    return hparams
-
-
-def check_query_encoder(query_encoder: str) -> None:
-    """One of QUERY_ENCODERS, checked before any model loads."""
-    if query_encoder not in QUERY_ENCODERS:
-        raise ConfigError(
-            f"query_encoder must be one of {', '.join(QUERY_ENCODERS)}, not {query_encoder!r}"
-        )
 
 
 def retrieval_encoder(module, checkpoint: dict, query_encoder: str = "auto"):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cgr.errors import ConfigError
+from cgr.evaluation import QUERY_ENCODERS
 from cgr.pretrained.folder import ModelFolder, read_model_folder
 from cgr.pretrained.paths import PathRule
 from cgr.pretrained.signing import checkpoint_signed_here, signed_here
@@ -43,6 +44,26 @@ class OpenedModel:
         return module, retrieval_encoder(module, self.checkpoint, self.query_encoder)
 
 
+def data_settings(checkpoint: dict) -> dict:
+    """The `data` settings `cgr train` stored in a checkpoint (QADataModule's hyper-parameters)."""
+    hparams = {
+        k: v
+        for k, v in (checkpoint.get("datamodule_hyper_parameters") or {}).items()
+        if not k.startswith("_")  # LightningCLI's own bookkeeping (_instantiator, _class_path)
+    }
+    if not hparams or "retrieval" not in hparams:
+        raise ConfigError("checkpoint has no data settings (was it written by `cgr train`?)")
+    return hparams
+
+
+def check_query_encoder(query_encoder: str) -> None:
+    """One of QUERY_ENCODERS, checked before any model loads."""
+    if query_encoder not in QUERY_ENCODERS:
+        raise ConfigError(
+            f"query_encoder must be one of {', '.join(QUERY_ENCODERS)}, not {query_encoder!r}"
+        )
+
+
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """--checkpoint or --model (one of them), and --data-root: every command over one model."""
     which = parser.add_mutually_exclusive_group(required=True)
@@ -67,7 +88,6 @@ def open_model(
     """A checkpoint file or a model folder, checked. `data_roots`: folders whose files a model
     written elsewhere may name; `dev_file`: the stored dev file is read too (no --data given);
     `trusted`: this process wrote it (`cgr train`'s own evaluation)."""
-    from cgr.evaluation.predict import check_query_encoder, data_settings
     from cgr.training.checkpoints import read_checkpoint
 
     path = Path(path)

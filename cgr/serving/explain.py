@@ -52,7 +52,7 @@ def main(argv: list[str]) -> int:
         "--svg", default=None, help="also write the question's chains as a standalone SVG file"
     )
     args = parser.parse_args(argv)
-    from cgr.api import make_question
+    from cgr.data.limits import make_question
 
     question = make_question(args.question, args.choices, args.labels)  # before the model loads
     out_dir = require_writable_dir(args.out_dir, "--out-dir")

@@ -185,8 +185,8 @@ def create_app(
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse
 
-    from cgr.api import make_question
     from cgr.chains.export import page_record, render_page
+    from cgr.data.limits import make_question
 
     queue = BatchingQueue(predictor.predict_questions, max_waiting, max_batch)
 

@@ -29,7 +29,8 @@ def read_checkpoint(path: str | Path) -> dict:
     import torch  # after the cheap checks: a damaged file is refused without torch's import
 
     try:
-        checkpoint = torch.load(p, map_location="cpu", weights_only=True)
+        # memory-mapped: the settings are read at once, tensors only when used
+        checkpoint = torch.load(p, map_location="cpu", weights_only=True, mmap=True)
     except pickle.UnpicklingError as e:
         found = re.search(r"GLOBAL ([\w.]+)", str(e))
         what = f" such as {found.group(1)}" if found else ""
