@@ -45,7 +45,7 @@ def model_card(config: dict, opened) -> str:
         "",
         f"# {opened.path.parent.name or 'cgr'} — {kind}",
         "",
-        f"Exported by `cgr export` from `{opened.path}`. The reader scores each answer choice",
+        f"Exported by `cgr export` from the training checkpoint `{opened.path.name}`. The reader scores each answer choice",
         "from the facts retrieved for it (and, with chains on, the facts of the reasoning",
         "chains found between question and choice); `cgr explain` shows those chains.",
         "",

@@ -29,8 +29,11 @@ class ExportReport:
 
     def lines(self) -> list[str]:
         mb = 1024 * 1024
+        shown = self.folder.resolve()
+        if shown.is_relative_to(Path.cwd()):  # as the README shows it: checkpoints/NAME/model
+            shown = shown.relative_to(Path.cwd())
         return [
-            f"model: {self.folder}",
+            f"model: {shown}",
             f"size: {self.folder_bytes / mb:.1f} MB (the checkpoint: {self.checkpoint_bytes / mb:.1f} MB)",
         ]
 
