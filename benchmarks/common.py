@@ -49,10 +49,16 @@ def load_result(name: str) -> dict | None:
 
 
 def print_table(columns: list[str], rows: list[list]) -> None:
-    print("| " + " | ".join(columns) + " |")
+    """A markdown table (what benchmarks/report.py writes into the docs): a `|` inside a cell
+    is escaped."""
+
+    def cell(v) -> str:
+        return (f"{v:.4g}" if isinstance(v, float) else str(v)).replace("|", "\\|")
+
+    print("| " + " | ".join(cell(c) for c in columns) + " |")
     print("|" + "|".join("---" for _ in columns) + "|")
     for row in rows:
-        print("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row) + " |")
+        print("| " + " | ".join(cell(v) for v in row) + " |")
 
 
 def answer_read(record: dict, gold: set[str]) -> bool:

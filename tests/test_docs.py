@@ -100,3 +100,18 @@ def test_site_renders_navigation_and_a_benchmark_table(served, tmp_path):
     assert not errors, errors
     assert benchmarks.count("<table") >= 5
     assert "Training speed" in benchmarks
+
+
+def test_benchmark_tables_are_what_the_saved_results_give():
+    """docs/benchmarks.md's generated tables equal what the benchmark scripts print from
+    benchmarks/results (`benchmarks/report.py --check`), and a hand edit of one is caught."""
+    done = subprocess.run([sys.executable, "benchmarks/report.py", "--check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.report import BLOCK, rendered
+
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    assert len(BLOCK.findall(page)) >= 3
+    edited = page.replace("| default | 27.72 |", "| default | 29.99 |", 1)
+    assert edited != page and rendered(edited, {}) == page

@@ -1,0 +1,96 @@
+"""The results tables of docs/benchmarks.md, generated from benchmarks/results/: each table sits
+between `<!-- table: NAME -->` and `<!-- /table -->`, and NAME's benchmark script prints it from
+its saved results (`--table`, markdown). One command rewrites them; `--check` fails when a page
+says something the saved results do not (a test runs it).
+
+    .venv/bin/python benchmarks/report.py --write
+    .venv/bin/python benchmarks/report.py --check
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import io
+import re
+import runpy
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+PAGES = [ROOT / "docs" / "benchmarks.md"]
+# table name -> the benchmark script and its arguments (each prints from saved results only)
+TABLES = {
+    "chain-quality-dev": ["chain_quality.py", "--table"],
+    "chain-quality-train": ["chain_quality.py", "--split", "train", "--table"],
+    "refresh-speed": ["refresh_speed.py", "--table"],
+}
+BLOCK = re.compile(r"(<!-- table: ([\w-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
+
+
+def table(name: str) -> str:
+    """What NAME's script prints, run in this process (the imports are shared)."""
+    script, *args = TABLES[name]
+    out, argv = io.StringIO(), sys.argv
+    sys.argv = [script, *args]
+    try:
+        with contextlib.redirect_stdout(out):
+            runpy.run_path(str(ROOT / "benchmarks" / script), run_name="__main__")
+    finally:
+        sys.argv = argv
+    return markdown_blocks(out.getvalue())
+
+
+def markdown_blocks(printed: str) -> str:
+    """A blank line between a table and the text around it (a table glued to a caption line
+    renders as part of the paragraph), none at either end."""
+    lines: list[str] = []
+    for line in printed.strip().splitlines():
+        if lines and lines[-1] and (line.startswith("|") != lines[-1].startswith("|")):
+            lines.append("")
+        lines.append(line.rstrip())
+    return "\n" + "\n".join(lines) + "\n\n"
+
+
+def rendered(text: str, cache: dict[str, str]) -> str:
+    def fill(match: re.Match) -> str:
+        name = match.group(2)
+        if name not in TABLES:
+            raise SystemExit(f"unknown table {name!r} (benchmarks/report.py TABLES)")
+        if name not in cache:
+            cache[name] = table(name)
+        return f"{match.group(1)}{cache[name]}{match.group(4)}"
+
+    return BLOCK.sub(fill, text)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help="rewrite the tables in the pages")
+    mode.add_argument("--check", action="store_true", help="exit 1 when a page differs")
+    args = parser.parse_args()
+    cache: dict[str, str] = {}
+    stale = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        new = rendered(text, cache)
+        if new != text:
+            stale.append(page)
+            if args.write:
+                page.write_text(new, encoding="utf-8")
+            else:
+                sys.stdout.writelines(difflib.unified_diff(
+                    text.splitlines(True), new.splitlines(True), str(page), "from benchmarks/results"))  # fmt: skip
+    if args.check and stale:
+        print(f"\n{len(stale)} page(s) differ from the saved results: benchmarks/report.py --write")
+        return 1
+    print(f"{len(cache)} table(s) {'written' if args.write else 'checked'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
