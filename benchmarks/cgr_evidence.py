@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import load_result, machine, print_table, save_result  # noqa: E402
 from cgr.api import Predictor  # noqa: E402
 from cgr.data.loaders import load_multiple_choice  # noqa: E402
-from cgr.evaluation.predict import data_settings  # noqa: E402
 from cgr.evidence.selection import text_key  # noqa: E402
+from cgr.pretrained.source import data_settings  # noqa: E402
 from cgr.training.checkpoints import read_checkpoint  # noqa: E402
 
 VARIANTS = {  # name -> (query encoder, read Ê)

@@ -19,7 +19,7 @@ from cgr.errors import ConfigError
 from cgr.evaluation.prediction import Prediction
 from cgr.evidence.pipeline import EvidencePipeline
 from cgr.files import require_writable_dir, require_writable_file
-from cgr.pretrained.source import check_query_encoder, data_settings  # noqa: F401 - kept importable here
+from cgr.pretrained.source import check_query_encoder
 from cgr.training.datamodule import QADataModule
 from cgr.training.module import ReaderModule
 
@@ -122,9 +122,10 @@ class PredictionWriter(pl.Callback):
             self._file.writelines(json.dumps(r) + "\n" for r in rows)
             self._file.flush()
         except OSError as e:
+            with contextlib.suppress(OSError):  # closed first: its buffer's flush cannot follow
+                self._file.close()
             with contextlib.suppress(OSError):  # whole lines only: the batch that failed goes
                 os.truncate(self.partial, self._written)
-            self._file = open(os.devnull, "w")  # noqa: SIM115 - the buffer's rest is dropped
             raise OutputError(
                 f"{self.partial}: could not write ({e.strerror}); the {len(self.records)} "
                 f"questions scored before it are kept there: free space or choose --out elsewhere"
