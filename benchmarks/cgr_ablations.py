@@ -189,12 +189,14 @@ def main() -> None:
                 save_result(
                     name, {"row": ROWS[row][0], "seed": seed, "budget": vars(budget), **result}
                 )
+                if row in ("iterative", "cgr"):  # a re-run row's pairing is counted again
+                    saved_pairing(base, args.dataset, seed, budget, refresh=True)
                 print(
                     f"{name}: accuracy {result['accuracy']:.4f} in {result['minutes']:.1f} min",
                     flush=True,
                 )
     table, speeds, measured, by_seed = [], {}, [], {}
-    for row in ROWS:
+    for row in args.rows:
         runs = [r for s in args.seeds if (r := load_result(tag(args.dataset, row, s, budget)))]
         measured += runs
         by_seed[row] = {r["seed"]: r["accuracy"] for r in runs}
@@ -216,22 +218,43 @@ def main() -> None:
     if all(row[-2:] == ["–", "–"] for row in table):  # runs from before the gold split was saved
         columns, table = columns[:-2], [row[:-2] for row in table]
     print_table(columns, table)
+    if not table:
+        print("(no row of this budget saved yet)")
     if "cgr" in speeds and "iterative" in speeds:
         print(f"CGR / reader-only training speed: {speeds['cgr'] / speeds['iterative']:.2f}")
-    if diff := seed_differences(by_seed["iterative"], by_seed["cgr"], PAPER_MARGIN):
+    if diff := seed_differences(by_seed.get("iterative", {}), by_seed.get("cgr", {}), PAPER_MARGIN):
         print(f"CGR - iterative, same seeds (points): {diff} (the paper: +{PAPER_MARGIN} over DPR;"
               " same-seed runs differ in their dropout draws, so not paired)")  # fmt: skip
     for seed in args.seeds:
-        names = [tag(args.dataset, row, seed, budget) for row in ("iterative", "cgr")]
-        if all(load_result(n) for n in names) and (paired := paired_counts(base, *names)):
+        if paired := saved_pairing(base, args.dataset, seed, budget):
             print(f"seed {seed}, paired on dev questions: iterative right where CGR is wrong "
                   f"{paired['a_only']}, CGR right where iterative is wrong {paired['b_only']}; "
                   f"exact McNemar p = {paired['p']:.2f}")  # fmt: skip
             cells = {(True, True): "both", (True, False): "iterative only",
                      (False, True): "CGR only", (False, False): "neither"}  # fmt: skip
+            by_gold = {(a, b): counts for a, b, *counts in paired["by_gold"]}
             print("  by who read the gold fact (questions: right with iterative / CGR): " + ", ".join(
                 f"{label} {c[0]}: {c[1]} / {c[2]}" for key, label in cells.items()
-                if (c := paired["by_gold"].get(key))))  # fmt: skip
+                if (c := by_gold.get(key))))  # fmt: skip
+
+
+def saved_pairing(
+    base: dict, dataset: str, seed: int, budget: argparse.Namespace, refresh: bool = False
+) -> dict | None:
+    """Iterative against CGR on one seed, question by question, from the saved result: the
+    pairing needs both runs' dev predictions (under checkpoints/bench), which a fresh clone does
+    not have, so it is saved the first time they are here and the table prints the saved one."""
+    names = [tag(dataset, row, seed, budget) for row in ("iterative", "cgr")]
+    saved_name = f"cgr_ablations_paired-{names[1]}"
+    if not all(load_result(n) for n in names):
+        return None
+    if (saved := load_result(saved_name)) is not None and not refresh:
+        return saved
+    if not (paired := paired_counts(base, *names)):
+        return saved
+    paired["by_gold"] = [[*key, *counts] for key, counts in sorted(paired["by_gold"].items())]
+    save_result(saved_name, {"a": names[0], "b": names[1], **paired})
+    return paired
 
 
 if __name__ == "__main__":

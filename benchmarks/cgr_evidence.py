@@ -87,27 +87,27 @@ def run_variants(checkpoint: Path, run: str, names: list[str], dev_file: str) ->
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--checkpoint", type=Path, required=True)
+    parser.add_argument("--checkpoint", type=Path, nargs="+", required=True,
+                        help="one or more; with --table only their folder names are read")  # fmt: skip
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--dev-file", help="default: the checkpoint's dev file")
     parser.add_argument("--table", action="store_true", help="only print the saved variants")
     args = parser.parse_args()
-    run = f"cgr_evidence-{args.checkpoint.parent.name}"
-    if not args.table:
-        dev_file = args.dev_file or data_settings(read_checkpoint(args.checkpoint))["dev_file"]
-        run_variants(args.checkpoint, run, args.variants, dev_file)
     rows = []
-    for name in args.variants:
-        r = load_result(f"{run}-{name}")
-        if r is None:
-            rows.append([*VARIANTS[name], "not run", "", "", "", "", "", ""])
-            continue
-        rows.append([VARIANTS[name][0], "Ê" if VARIANTS[name][1] else "pool",
-                     f"{r['accuracy']:.1f}", f"{r['gold_in_pool']:.1f}", f"{r['gold_offered_top15']:.1f}",
-                     f"{r['gold_read']:.1f}", f"{r['acc_gold_read']:.1f} (n={r['n_gold_read']})",
-                     f"{r['acc_gold_not_read']:.1f}", f"{r['top_position_share']:.1f}"])  # fmt: skip
-    print(f"{args.checkpoint} on its dev file")
-    print_table(["query encoder", "reads", "dev acc %", "gold in pool %", "gold in top 15 %",
+    for checkpoint in args.checkpoint:
+        run = f"cgr_evidence-{checkpoint.parent.name}"
+        if not args.table:
+            dev_file = args.dev_file or data_settings(read_checkpoint(checkpoint))["dev_file"]
+            run_variants(checkpoint, run, args.variants, dev_file)
+        for name in args.variants:
+            if (r := load_result(f"{run}-{name}")) is None:
+                continue
+            rows.append([checkpoint.parent.name, VARIANTS[name][0], "Ê" if VARIANTS[name][1] else "pool",
+                         f"{r['accuracy']:.1f}", f"{r['gold_in_pool']:.1f}", f"{r['gold_offered_top15']:.1f}",
+                         f"{r['gold_read']:.1f}", f"{r['acc_gold_read']:.1f} (n={r['n_gold_read']})",
+                         f"{r['acc_gold_not_read']:.1f}", f"{r['top_position_share']:.1f}"])  # fmt: skip
+    print("each checkpoint on its dev file; variants not saved are left out")
+    print_table(["run", "query encoder", "reads", "dev acc %", "gold in pool %", "gold in top 15 %",
                  "gold read %", "acc, gold read", "acc, gold not read", "top position %"], rows)  # fmt: skip
 
 

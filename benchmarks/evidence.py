@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -200,6 +201,8 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--reader-table", action="store_true", help="only the saved runs by budget")
+    parser.add_argument("--table", action="store_true",
+                        help="only the saved statistics and runs of --settings (nothing computed)")  # fmt: skip
     args = parser.parse_args()
     if args.reader_table:
         reader_table(args.dataset)
@@ -209,15 +212,18 @@ def main() -> None:
     for setting in args.settings:
         config = setting_config(base, setting, args.seeds[0], args)
         length = SETTINGS[setting][4].get("max_length", args.max_length)  # what this reader reads
-        stats = statistics_for(config, length)
-        save_result(
-            f"evidence-stats-{args.dataset}-{setting}-l{length}", {"setting": setting, **stats}
-        )
+        stats_name = f"evidence-stats-{args.dataset}-{setting}-l{length}"
+        if args.table:
+            if (stats := load_result(stats_name)) is None:
+                continue
+        else:
+            stats = statistics_for(config, length)
+            save_result(stats_name, {"setting": setting, **stats})
         runs = []
         for seed in args.seeds:
             name = tag(args.dataset, setting, seed, args)
             result = load_result(name)
-            if result is None and args.train:
+            if result is None and args.train and not args.table:
                 result = run_training(setting_config(base, setting, seed, args), name)
                 result.update(gold_split(config, name))
                 save_result(
@@ -231,15 +237,19 @@ def main() -> None:
                 runs.append(result)
 
         def cell(key: str, scale: float = 1.0, runs=runs) -> str:
-            return f"{statistics.mean(scale * r[key] for r in runs):.1f}" if runs else "not run"
+            if not runs:
+                return "not run"
+            value = statistics.mean(scale * r[key] for r in runs)
+            return "–" if math.isnan(value) else f"{value:.1f}"  # a split with no question
 
         table.append([SETTINGS[setting][0], f"{stats['recall@1']:.1f}", f"{stats['recall@5']:.1f}",
                       f"{stats['recall@15']:.1f}", f"{stats['recall_pool']:.1f}", f"{stats['facts_read']:.1f}",
                       f"{stats['gold_read']:.1f}", f"{stats['retrieved_not_read']:.1f}", cell("accuracy", 100),
                       cell("acc_gold_read"), cell("acc_gold_not_read"), cell("top_position_share"), len(runs)])  # fmt: skip
     budget = f"{args.train_questions or 'all'} train questions x {args.epochs} epoch(s)"
+    where = "statistics computed where saved" if args.table else machine()
     print(f"{args.dataset} dev; reader {base['model']['init_args']['reader_model']} unless named, max length {args.max_length} unless named; "
-          f"{budget}; seeds {args.seeds}; {machine()}")  # fmt: skip
+          f"{budget}; seeds {args.seeds}; {where}")  # fmt: skip
     print_table(["evidence", "gold R@1", "R@5", "R@15", "in pool", "facts read/choice", "gold read %",
                  "retrieved, not read %", "dev acc %", "acc, gold read", "acc, gold not read",
                  "top position %", "runs"], table)  # fmt: skip

@@ -145,6 +145,16 @@ def question_recall_table(args: argparse.Namespace) -> None:
 
     rows = []
     for dataset in args.datasets:
+        if args.table:  # the saved rows, at the k they were saved with
+            if row := load_result(f"ircot_question_recall-{dataset}-{args.n}"):
+                rows.append(
+                    [
+                        dataset,
+                        row["n"],
+                        *(row.get(f"recall@{k}", "–") for k in args.question_recall),
+                    ]
+                )
+            continue
         questions = load_lenient(DATASETS[dataset], Counter())[: args.n]
         found = BM25ParagraphRetriever(paragraph_corpus(questions)).retrieve(
             [q.question for q in questions], max(args.question_recall)
@@ -177,6 +187,9 @@ def main() -> None:
     parser.add_argument("--methods", nargs="*", default=["nor", "oner", "ircot"])
     parser.add_argument("--force", action="store_true")
     parser.add_argument("--table", action="store_true", help="print saved rows only")
+    parser.add_argument(
+        "--no-types", action="store_true", help="leave out the table by question type"
+    )
     parser.add_argument("--question-recall", type=int, nargs="+", metavar="K",
                         help="only the question-alone BM25 recall at these k (no LM)")  # fmt: skip
     args = parser.parse_args()
@@ -211,7 +224,7 @@ def main() -> None:
           f"95 % bootstrap intervals over questions; {machines(saved)}")  # fmt: skip
     print_table(["dataset", "method", "n", "recall", "paragraphs/question", "EM", "F1",
                  "s/question", "generated tokens/question"], rows)  # fmt: skip
-    if types:
+    if types and not args.no_types:
         print("\nBy the dataset's question type (2Wiki's types, MuSiQue's hop counts)")
         print_table(
             ["dataset", "question type", "n", "method", "recall", "EM", "F1"], sorted(types)

@@ -10,6 +10,7 @@ over the same prompts, so the demonstrations are already cached, as in every IRC
 the first, and no pass pays for first-seen input shapes.
 
     .venv/bin/python benchmarks/ircot_generation.py [--n 8] [--backends transformers ctranslate2 llamacpp]
+    .venv/bin/python benchmarks/ircot_generation.py --n 8 --table     # the saved result
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import ROOT, load_config, machine, print_table, save_result  # noqa: E402
+from benchmarks.common import ROOT, load_config, load_result, machine, print_table, save_result  # noqa: E402
 from cgr.data.loaders import load_lenient  # noqa: E402
 from cgr.generation.config import GeneratorConfig, build_generator  # noqa: E402
 from cgr.generation.generator import Generator  # noqa: E402
@@ -56,7 +57,13 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=8)
     parser.add_argument("--backends", nargs="+", default=["transformers", "ctranslate2", "llamacpp"],
                         choices=["transformers", "ctranslate2", "llamacpp"])  # fmt: skip
+    parser.add_argument("--table", action="store_true", help="only print the saved result")
     args = parser.parse_args()
+    if args.table:
+        if (saved := load_result(f"ircot_generation-hotpotqa-{args.n}")) is None:
+            raise SystemExit(f"no saved result for --n {args.n}: run the benchmark first")
+        print_result(saved)
+        return
     cfg = load_config("configs/ircot_hotpotqa.yaml")
     max_new = cfg["generator"]["max_new_tokens"]
     reference = Generator(max_new_tokens=max_new, batch_size=1, reuse_prefix_cache=False)
@@ -106,10 +113,16 @@ def main() -> None:
     result = {"n": len(prompts), "prompt_tokens": prompt_tokens, "prefix_tokens": reference.count_tokens(prefix),
               "rows": rows, "machine": machine()}  # fmt: skip
     save_result(f"ircot_generation-hotpotqa-{len(prompts)}", result)
-    print(f"IRCoT first-step generation, SmolLM2-135M-Instruct, {len(prompts)} HotpotQA dev prompts of "
-          f"{prompt_tokens:.0f} tokens on average ({result['prefix_tokens']} of them demonstrations); {machine()}")  # fmt: skip
+    print_result(result)
+
+
+def print_result(result: dict) -> None:
+    print(f"IRCoT first-step generation, SmolLM2-135M-Instruct, {result['n']} HotpotQA dev prompts of "
+          f"{result['prompt_tokens']:.0f} tokens on average ({result['prefix_tokens']} of them "
+          f"demonstrations); {result['machine']}")  # fmt: skip
     print_table(["backend", "batch", "prefix cache", "weights", "s/prompt", "speed-up", "prompt tokens/s",
-                 "generated tokens/s", "generated tokens/prompt", "agree with transformers fp32"], rows)  # fmt: skip
+                 "generated tokens/s", "generated tokens/prompt", "agree with transformers fp32"],
+                result["rows"])  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -267,6 +267,9 @@ def main() -> None:
     parser.add_argument("--ks", type=int, nargs="+", default=list(KS),
                         help="paragraph counts to score (e.g. 4: IRCoT's first retrieval)")  # fmt: skip
     parser.add_argument("--table", action="store_true", help="only print the saved rows")
+    parser.add_argument(
+        "--no-types", action="store_true", help="leave out the tables by question type"
+    )
     parser.add_argument("--bridges", action="store_true",
                         help="only where chain-guided hops lose the second paragraph (saved, re-run with --force)")  # fmt: skip
     parser.add_argument("--budget-from", nargs="+", metavar="CELL",
@@ -312,14 +315,14 @@ def main() -> None:
         print_table(["method", *(f"recall@{k}" for k in args.ks), "s/question"],
                     [[METHODS[r["method"]], *(recall(r, k) for k in args.ks),
                       f"{r['seconds_per_question']:.3f}"] for r in rows])  # fmt: skip
-        by_kind = [r for r in rows if "by_kind" in r]
+        by_kind = [r for r in rows if "by_kind" in r and not args.no_types]
         if by_kind:
             print(f"\n{dataset}, by the dataset's question type:")
             print_table(["question type", "n", "method", *(f"recall@{k}" for k in args.ks)],
                         [[kind, c["questions"], METHODS[r["method"]], *(recall(c, k) for k in args.ks)]
                          for kind in sorted({k for r in by_kind for k in r["by_kind"]})
                          for r in by_kind if (c := r["by_kind"].get(kind))])  # fmt: skip
-        elif not args.table or rows:
+        elif not args.no_types:
             print(
                 f"({dataset}: the file labels no question types; HotpotQA's official format's `type` is read)"
             )

@@ -21,13 +21,47 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-PAGES = [ROOT / "docs" / "benchmarks.md"]
-# table name -> the benchmark script and its arguments (each prints from saved results only)
+PAGES = [ROOT / "docs" / "benchmarks.md", ROOT / "README.md"]
+CGR_OBQA = ["cgr_ablations.py", "--train-questions", "0", "--seeds", "1", "2", "3"]
+IRCOT_HOTPOTQA = ["ircot.py", "--table", "--datasets", "hotpotqa", "--methods", "oner", "ircot"]
+BUDGET_CELLS = [f"ircot-{d}-ircot_chains-100-llamacpp" for d in ("hotpotqa", "2wiki", "musique")]
+CGR_EVIDENCE = [
+    f"checkpoints/bench/cgr_ablations-obqa-cgr-q0-e1-l128-s{s}/best.ckpt" for s in (1, 2, 3)
+]
+SPEED_TAGS = ["quickstart-r1", "quickstart-r2", "quickstart-r3", "quickstart-fused",
+              "quickstart-nobf16", "obqa-b32"]  # fmt: skip
+# table name -> the benchmark script and its arguments (each prints from saved results only: the
+# check runs on a fresh clone, without ../shared, checkpoints or caches)
 TABLES = {
+    "results-summary": ["summary.py", "--table"],
+    "cgr-obqa-e1": [*CGR_OBQA, "--rows", "reader", "iterative", "cgr", "--table"],
+    "cgr-obqa-e2": [*CGR_OBQA, "--epochs", "2", "--rows", "iterative", "chains", "cgr",
+                    "no_chain_losses", "--table"],
+    "cgr-obqa-mpnet": ["cgr_ablations.py", "--reader", "mpnet", "--train-questions", "0",
+                       "--seeds", "1", "2", "--rows", "reader", "iterative", "cgr", "--table"],
+    "cgr-arc": ["cgr_ablations.py", "--dataset", "arc_challenge", "--train-questions", "3200",
+                "--seeds", "1", "2", "3", "--rows", "reader", "iterative", "cgr", "--table"],
+    "cgr-evidence": ["cgr_evidence.py", "--table", "--checkpoint", *CGR_EVIDENCE],
+    "evidence-obqa": ["evidence.py", "--table", "--settings", "none", "bm25", "dense", "dense_l256",
+                      "beam", "chains", "beam_open_book5", "gold"],
+    "reader-budget": ["evidence.py", "--reader-table"],
     "chain-quality-dev": ["chain_quality.py", "--table"],
     "chain-quality-train": ["chain_quality.py", "--split", "train", "--table"],
+    "ircot": ["ircot.py", "--table", "--no-types", "--methods", "nor", "oner", "ircot", "beam", "chains",
+              "ircot_chains"],
+    "ircot-question-recall": ["ircot.py", "--table", "--question-recall", "2", "4", "6", "8", "10", "15"],
+    "ircot-float32": [*IRCOT_HOTPOTQA, "--backend", "transformers"],
+    "ircot-int8": [*IRCOT_HOTPOTQA, "--backend", "transformers", "--quantize", "int8"],
+    "ircot-generation": ["ircot_generation.py", "--n", "8", "--table"],
+    "multihop": ["multihop.py", "--n", "500", "--table"],
+    "multihop-bridges": ["multihop.py", "--bridges", "--table"],
+    "multihop-ircot-budget": ["multihop.py", "--n", "100", "--ks", "4", "15", "--no-types", "--table"],
+    "multihop-per-question-budget": ["multihop.py", "--budget-from", *BUDGET_CELLS, "--methods",
+                                     "bm25", "dense", "beam", "chains", "--table"],
+    "train-speed": ["train_speed.py", "--table", "--tags", *SPEED_TAGS],
     "refresh-speed": ["refresh_speed.py", "--table"],
-}
+    "retrieval-speed": ["retrieval_speed.py", "--table"],
+}  # fmt: skip
 BLOCK = re.compile(r"(<!-- table: ([\w-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
 
 
@@ -46,12 +80,19 @@ def table(name: str) -> str:
 
 def markdown_blocks(printed: str) -> str:
     """A blank line between a table and the text around it (a table glued to a caption line
-    renders as part of the paragraph), none at either end."""
+    renders as part of the paragraph) and between two printed lines (each its own paragraph,
+    as on the terminal), none at either end."""
     lines: list[str] = []
     for line in printed.strip().splitlines():
-        if lines and lines[-1] and (line.startswith("|") != lines[-1].startswith("|")):
+        line = line.strip() if not line.startswith("|") else line.rstrip()
+        if (
+            lines
+            and lines[-1]
+            and line
+            and not (line.startswith("|") and lines[-1].startswith("|"))
+        ):
             lines.append("")
-        lines.append(line.rstrip())
+        lines.append(line)
     return "\n" + "\n".join(lines) + "\n\n"
 
 

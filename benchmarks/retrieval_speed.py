@@ -3,6 +3,7 @@ against the raw FAISS searches it issues (their ratio is the retriever's overhea
 beam bookkeeping, pool merging).
 
     .venv/bin/python benchmarks/retrieval_speed.py [--config configs/obqa.yaml] [--questions 100]
+    .venv/bin/python benchmarks/retrieval_speed.py --table     # the saved result
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import ROOT, machine, print_table, save_result, train_config  # noqa: E402
+from benchmarks.common import ROOT, load_result, machine, print_table, save_result, train_config  # noqa: E402
 from cgr.data.corpus import Corpus  # noqa: E402
 from cgr.data.hypothesis import HypothesisGenerator  # noqa: E402
 from cgr.data.loaders import load_multiple_choice  # noqa: E402
@@ -32,7 +33,13 @@ def main() -> None:
     parser.add_argument(
         "--encode-sample", type=int, default=2000, help="facts encoded for sentences/s"
     )
+    parser.add_argument("--table", action="store_true", help="only print the saved result")
     args = parser.parse_args()
+    if args.table:
+        if (saved := load_result("retrieval_speed")) is None:
+            raise SystemExit("no saved retrieval_speed result: run the benchmark first")
+        print_result(saved)
+        return
     config = train_config(args.config)
     cfg = RetrievalConfig(**config["data"]["retrieval"])
 
@@ -62,23 +69,18 @@ def main() -> None:
         rows.append([name, len(hyps), len(hyps) / total, retriever.search_calls,
                      len(hyps) / retriever.search_seconds, total / retriever.search_seconds])  # fmt: skip
     result = {"machine": machine(), "corpus_facts": len(corpus), "encode_sentences_per_s": encode_rate,
-              "open_book": bool(cfg.open_book), "rows": rows}  # fmt: skip
+              "open_book": bool(cfg.open_book), "encoder": cfg.encoder,
+              "encode_sample": len(sample), "encode_batch_size": cfg.encode_batch_size, "rows": rows}  # fmt: skip
     save_result("retrieval_speed", result)
-    print(f"corpus: {len(corpus)} facts; encoder {cfg.encoder}; {machine()}")
-    print(
-        f"corpus encoding: {encode_rate:.0f} sentences/s ({len(sample)} facts, batch {cfg.encode_batch_size})\n"
-    )
-    print_table(
-        [
-            "retriever",
-            "hypotheses",
-            "hypotheses/s",
-            "FAISS calls",
-            "hypotheses/s of raw FAISS",
-            "overhead ratio",
-        ],
-        rows,
-    )
+    print_result(result)
+
+
+def print_result(result: dict) -> None:
+    encoder = f"; encoder {result['encoder']}" if "encoder" in result else ""
+    print(f"corpus: {result['corpus_facts']} facts{encoder}; open book: {result['open_book']}; "
+          f"{result['machine']}; corpus encoding: {result['encode_sentences_per_s']:.0f} sentences/s")  # fmt: skip
+    print_table(["retriever", "hypotheses", "hypotheses/s", "FAISS calls",
+                 "hypotheses/s of raw FAISS", "overhead ratio"], result["rows"])  # fmt: skip
 
 
 if __name__ == "__main__":

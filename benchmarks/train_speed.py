@@ -361,10 +361,13 @@ def save(result: dict, tag: str) -> Path:
     return path
 
 
-def table(paths: list[Path] | None = None) -> None:
+def table(paths: list[Path] | None = None, tags: list[str] | None = None) -> None:
+    """The saved rows (all, or those of `tags`; the exact-search timings only with all)."""
     paths = paths or sorted(RESULTS.glob("train_speed-*.json"))
-    searches = [json.loads(p.read_text()) for p in paths if p.stem.endswith("-search")]
+    searches = [json.loads(p.read_text()) for p in paths if p.stem.endswith("-search") and not tags]
     rows = [json.loads(p.read_text()) for p in paths if not p.stem.endswith("-search")]
+    if tags:  # in the order asked, so a page can put the reference rows first
+        rows = sorted((r for r in rows if r.get("tag") in tags), key=lambda r: tags.index(r["tag"]))
     for saved in searches:
         print("Exact search over the corpus (one batch of queries)")
         print_table(saved["columns"], saved["rows"])
@@ -474,9 +477,10 @@ def main() -> None:
     parser.add_argument("--profile-rows", type=int, default=12)
     parser.add_argument("--search", action="store_true", help="time the search backends too")
     parser.add_argument("--table", action="store_true", help="print the saved rows only")
+    parser.add_argument("--tags", nargs="+", help="--table: only the rows saved with these tags")
     args = parser.parse_args()
     if args.table:
-        table()
+        table(tags=args.tags)
         return
     if args.search:
         rows = search_backends(args.config)

@@ -1,0 +1,124 @@
+"""The README's results table, from the saved results of the other benchmark scripts (the rows a
+user compares with the papers). `benchmarks/report.py --write` puts it into README.md.
+
+    .venv/bin/python benchmarks/summary.py --table
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import load_result, print_table  # noqa: E402
+
+DOCS = "docs/benchmarks.md"
+OBQA_E1 = "cgr_ablations-obqa-{row}-q0-e1-l128-lr1e-4{clip}-s{seed}"
+OBQA_E2 = "cgr_ablations-obqa-{row}-q0-e2-l128-lr1e-4{clip}-s{seed}"
+MPNET = "cgr_ablations-obqa-{row}-q0-e1-l128{clip}-mpnet-s{seed}"
+ARC = "cgr_ablations-arc_challenge-{row}-q3200-e1-l128{clip}-s{seed}"
+IRCOT_DATASETS = ("hotpotqa", "2wiki", "musique")
+
+
+def accuracies(pattern: str, row: str, seeds=(1, 2, 3)) -> list[float]:
+    """Dev accuracies in % of the saved seeds of one cgr_ablations row (CGR rows: `each` clip)."""
+    clip = "-clipeach" if row.startswith("cgr") or row.startswith("no_") else ""
+    found = [load_result(pattern.format(row=row, clip=clip, seed=s)) for s in seeds]
+    return [100 * r["accuracy"] for r in found if r]
+
+
+def mean_std(values: list[float], what: str = "seed") -> str:
+    if not values:
+        return "not run"
+    spread = f" ± {statistics.stdev(values):.1f}" if len(values) > 1 else ""
+    return f"{statistics.mean(values):.1f}{spread} ({len(values)} {what}{'s' * (len(values) > 1)})"
+
+
+def difference(pattern: str, a: str, b: str) -> str:
+    """b − a over the seeds both rows have."""
+    pairs = [(x, y) for s in (1, 2, 3)
+             if (x := accuracies(pattern, a, (s,))) and (y := accuracies(pattern, b, (s,)))]  # fmt: skip
+    if not pairs:
+        return "not run"
+    return f"{statistics.mean(y[0] - x[0] for x, y in pairs):+.1f} ({len(pairs)} seeds)"
+
+
+def chain_row() -> str:
+    cells = []
+    for dataset in ("obqa", "arc"):
+        r = load_result(f"chain_quality-{dataset}-dev-default")
+        if r is None:
+            return "not run"
+        cells.append(f"{100 * r['gold_on_best_chain']:.1f} %; {100 * r['gold_in_E']:.1f} vs "
+                     f"{100 * r['gold_in_pool_top_E']:.1f} %")  # fmt: skip
+    return " / ".join(cells)
+
+
+def ircot_row(method: str) -> str:
+    cells = []
+    for dataset in IRCOT_DATASETS:
+        r = load_result(f"ircot-{dataset}-{method}-100-llamacpp")
+        cells.append(f"{r['recall']:.3f} / {r['f1']:.3f}" if r else "not run")
+    return ", ".join(cells)
+
+
+def multihop_row() -> str:
+    cells = [load_result(f"multihop-{d}-chains-n100") for d in IRCOT_DATASETS]
+    return " / ".join(f"{r['recall@4']:.3f}" if r else "not run" for r in cells)
+
+
+def rows() -> list[list[str]]:
+    minilm, paper_bb = "MiniLM-L6 22M", "AristoRoBERTa-large"
+    riches = load_result("riches-hotpotqa-riches-100")
+    oracle_mpnet = [100 * r["accuracy"] for s in (1, 2, 3)
+                    if (r := load_result(f"evidence-obqa-gold_mpnet-q0-e1-l128-s{s}"))]  # fmt: skip
+    d3 = load_result("longdoc-d3-200")
+    table = [
+        ["OpenBookQA", "accuracy: no facts / iterative retrieval / CGR, 1 epoch",
+         " / ".join(mean_std(accuracies(OBQA_E1, r)) for r in ("reader", "iterative", "cgr")),
+         "82.4 (CGR, test)", f"{minilm} / {paper_bb}", f"[benchmarks]({DOCS}#openbookqa-minilm)"],
+        ["OpenBookQA", "CGR − iterative retrieval, 1 epoch (the chain losses cannot reach the reader)",
+         difference(OBQA_E1, "iterative", "cgr"), "+1.6 (vs DPR, test)", "same",
+         f"[benchmarks]({DOCS}#what-one-epoch-measures)"],
+        ["OpenBookQA", "accuracy: iterative retrieval / CGR, 2 epochs (evidence refreshed with the "
+         "trained encoder before epoch 2)", " / ".join(mean_std(accuracies(OBQA_E2, r)) for r in ("iterative", "cgr")),
+         "80.8 / 82.4 (DPR / CGR, test)", "same", f"[benchmarks]({DOCS}#what-one-epoch-measures)"],
+        ["OpenBookQA", "accuracy, mpnet reader: no facts / iterative / CGR, 1 epoch; gold fact only",
+         " / ".join(mean_std(accuracies(MPNET, r, (1, 2))) for r in ("reader", "iterative", "cgr"))
+         + f"; {mean_std(oracle_mpnet)}",
+         "82.4 (CGR, test)", f"mpnet-base 110M / {paper_bb}", f"[benchmarks]({DOCS}#a-stronger-reader-mpnet-at-full-budget)"],
+        ["ARC-Challenge", "accuracy: iterative retrieval / CGR, 1 epoch",
+         " / ".join(mean_std(accuracies(ARC, r)) for r in ("iterative", "cgr")),
+         "69.2 (CGR, test)", f"{minilm} / {paper_bb}", f"[benchmarks]({DOCS}#arc-challenge)"],
+        ["OpenBookQA / ARC", "chains against human explanations (dev): gold fact on the chain "
+         "shown first; gold in Ê vs in the pool's equally many most similar facts", chain_row(),
+         "—", "embedded AMR parser / AMR-gs", f"[benchmarks]({DOCS}#chain-quality-against-human-explanations)"],
+        ["HotpotQA / 2Wiki / MuSiQue", "IRCoT paragraph recall / answer F1 (n = 100)",
+         ircot_row("ircot"), "—", "SmolLM2-135M / Flan-T5, GPT3", f"[benchmarks]({DOCS}#ircot)"],
+        ["HotpotQA / 2Wiki / MuSiQue", "chain-guided IRCoT recall / F1 (n = 100)",
+         ircot_row("ircot_chains"), "—", "same", f"[benchmarks]({DOCS}#ircot)"],
+        ["HotpotQA / 2Wiki / MuSiQue", "paragraph recall at 4 paragraphs, chain-guided hops, no LM (n = 100)",
+         multihop_row(), "—", "MiniLM + AMR concepts",
+         f"[benchmarks]({DOCS}#multi-hop-paragraph-retrieval-open-qa-no-lm)"],
+        ["HotpotQA", "RICHES gold-paragraph hits (n = 100)",
+         f"{riches['hits']:.3f}" if riches else "not run", "—", "SmolLM2-135M / PaLM2", "[RICHES](docs/riches.md)"],
+        ["QASPER", "D3 evidence F1 (QASPER's scorer) / answer F1 (n = 200)",
+         f"{100 * d3['evidence_f1_official']:.1f} / {100 * d3['answer_f1']:.1f}" if d3 else "not run",
+         "49.9 / 47.5", "SmolLM2-135M / gpt-3.5-turbo", "[long documents](docs/longdoc.md)"],
+    ]  # fmt: skip
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--table", action="store_true", help="print the table (the only mode)")
+    parser.parse_args()
+    print_table(["dataset", "metric", "ours (dev unless said)", "paper", "backbone (ours / paper)",
+                 "where"], rows())  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
