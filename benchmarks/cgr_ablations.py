@@ -21,7 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import mechanism  # noqa: E402
 from benchmarks.common import (
+    ROOT,
     gold_split,
     load_result,
     machines,
@@ -191,6 +193,8 @@ def main() -> None:
                 )
                 if row in ("iterative", "cgr"):  # a re-run row's pairing is counted again
                     saved_pairing(base, args.dataset, seed, budget, refresh=True)
+                if ROWS[row][1] == CGR:  # the paper's Figure 4, on the encoder it trained
+                    mechanism.saved_or_measured(best_checkpoint(name), args.dataset, table=False)
                 print(
                     f"{name}: accuracy {result['accuracy']:.4f} in {result['minutes']:.1f} min",
                     flush=True,
@@ -225,6 +229,16 @@ def main() -> None:
     if diff := seed_differences(by_seed.get("iterative", {}), by_seed.get("cgr", {}), PAPER_MARGIN):
         print(f"CGR - iterative, same seeds (points): {diff} (the paper: +{PAPER_MARGIN} over DPR;"
               " same-seed runs differ in their dropout draws, so not paired)")  # fmt: skip
+    figure4 = []
+    for row in args.rows:
+        if ROWS[row][1] == CGR:
+            for seed in args.seeds:
+                name = tag(args.dataset, row, seed, budget)
+                figure4 += [r for r in mechanism.saved_or_measured(best_checkpoint(name), args.dataset, table=True)
+                            if r["run"] not in {x["run"] for x in figure4}]  # fmt: skip
+    if len(figure4) > 1:  # the base row alone says nothing about a run
+        print()
+        mechanism.print_rows(figure4)
     for seed in args.seeds:
         if paired := saved_pairing(base, args.dataset, seed, budget):
             print(f"seed {seed}, paired on dev questions: iterative right where CGR is wrong "
@@ -236,6 +250,10 @@ def main() -> None:
             print("  by who read the gold fact (questions: right with iterative / CGR): " + ", ".join(
                 f"{label} {c[0]}: {c[1]} / {c[2]}" for key, label in cells.items()
                 if (c := by_gold.get(key))))  # fmt: skip
+
+
+def best_checkpoint(name: str) -> Path:
+    return ROOT / "checkpoints" / "bench" / name / "best.ckpt"
 
 
 def saved_pairing(
