@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-PAGES = [ROOT / "docs" / "benchmarks.md", ROOT / "README.md"]
+PAGES = [ROOT / "docs" / "benchmarks.md", ROOT / "docs" / "status.md", ROOT / "README.md"]
 CGR_OBQA = ["cgr_ablations.py", "--train-questions", "0", "--seeds", "1", "2", "3"]
 IRCOT_HOTPOTQA = ["ircot.py", "--table", "--datasets", "hotpotqa", "--methods", "oner", "ircot"]
 BUDGET_CELLS = [f"ircot-{d}-ircot_chains-100-llamacpp" for d in ("hotpotqa", "2wiki", "musique")]
@@ -34,6 +34,7 @@ SPEED_TAGS = ["quickstart-r1", "quickstart-r2", "quickstart-r3", "quickstart-fus
 # check runs on a fresh clone, without ../shared, checkpoints or caches)
 TABLES = {
     "results-summary": ["summary.py", "--table"],
+    "status-obqa": ["summary.py", "--status"],
     "cgr-obqa-e1": [*CGR_OBQA, "--rows", "reader", "iterative", "cgr", "--table"],
     "cgr-obqa-e2": [*CGR_OBQA, "--epochs", "2", "--rows", "iterative", "chains", "cgr",
                     "no_chain_losses", "--table"],
