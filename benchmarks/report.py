@@ -21,7 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-PAGES = [ROOT / "docs" / "benchmarks.md", ROOT / "docs" / "status.md", ROOT / "README.md"]
+PAGES = [ROOT / "docs" / name for name in ("benchmarks.md", "status.md", "riches.md")] + [
+    ROOT / "README.md"
+]
 CGR_OBQA = ["cgr_ablations.py", "--train-questions", "0", "--seeds", "1", "2", "3"]
 IRCOT_HOTPOTQA = ["ircot.py", "--table", "--datasets", "hotpotqa", "--methods", "oner", "ircot"]
 BUDGET_CELLS = [f"ircot-{d}-ircot_chains-100-llamacpp" for d in ("hotpotqa", "2wiki", "musique")]
@@ -62,6 +64,8 @@ TABLES = {
     "train-speed": ["train_speed.py", "--table", "--tags", *SPEED_TAGS],
     "refresh-speed": ["refresh_speed.py", "--table"],
     "retrieval-speed": ["retrieval_speed.py", "--table"],
+    "riches-quality": ["riches.py", "--table", "--scale"],
+    "riches-index": ["riches.py", "--table", "--datasets"],
 }  # fmt: skip
 BLOCK = re.compile(r"(<!-- table: ([\w-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
 

@@ -97,19 +97,19 @@ def quality_table(datasets: list[str], rows: list[str], n: int, quantize: str = 
             label = {"oner": "OneR (BM25, K=4)", "ircot": "IRCoT (BM25, K=4)"}[method]
             if r is None:
                 table.append([dataset, label, "not run (benchmarks/ircot.py --backend transformers)",
-                              "", "", "", "", ""])  # fmt: skip
+                              "", "", "", "", "", "", ""])  # fmt: skip
             else:
                 table.append([dataset, label, r["n"], interval(r, "em"), interval(r, "f1"),
-                              interval(r, "recall"), "–", f"{r['seconds_per_question']:.1f}"])  # fmt: skip
+                              interval(r, "recall"), "–", "–", "–", f"{r['seconds_per_question']:.1f}"])  # fmt: skip
         for row in rows:
             r = load_result(row_name(dataset, row, n, quantize))
             saved.append(r)
             if r is None:
-                table.append([dataset, ROWS[row][0], "not run", "", "", "", "", ""])
+                table.append([dataset, ROWS[row][0], "not run", "", "", "", "", "", "", ""])
                 continue
             table.append([dataset, ROWS[row][0], r["n"], interval(r, "em"), interval(r, "f1"),
-                          interval(r, "hits"), f"{r['attributed_proxy']:.2f}",
-                          f"{r['seconds_per_question']:.1f}"])  # fmt: skip
+                          interval(r, "hits"), f"{r['attributed_proxy']:.2f}", f"{r['keys_per_question']:.2f}",
+                          r.get("decodes_without_answer", "–"), f"{r['seconds_per_question']:.1f}"])  # fmt: skip
     weights = "float32" if quantize == "none" else f"{quantize} linear layers"
     print(f"RICHES vs OneR / IRCoT, SmolLM2-135M-Instruct (transformers, {weights}); "
           f"95 % bootstrap intervals over questions; {machines(saved)}")  # fmt: skip
@@ -118,7 +118,7 @@ def quality_table(datasets: list[str], rows: list[str], n: int, quantize: str = 
         "gold-paragraph recall of their retrieved paragraphs)"
     )
     print_table(["dataset", "system", "n", "EM", "F1", "hits / recall", "attributed (proxy)",
-                 "s/question"], table)  # fmt: skip
+                 "keys/question", "no answer", "s/question"], table)  # fmt: skip
 
 
 # ---------------------------------------------------------------- index scaling (item 1)
@@ -220,8 +220,10 @@ def main() -> None:
         for dataset in args.datasets:
             for row in args.rows:
                 run_row(dataset, row, args.n, args.force, args.quantize)
-    quality_table(args.datasets, args.rows, args.n, args.quantize)
-    scale_table(args.scale)
+    if args.datasets:  # `--datasets` with none: only the index table (and `--scale`: only quality)
+        quality_table(args.datasets, args.rows, args.n, args.quantize)
+    if args.scale:
+        scale_table(args.scale)
 
 
 if __name__ == "__main__":
