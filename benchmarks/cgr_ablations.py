@@ -229,13 +229,9 @@ def main() -> None:
     if diff := seed_differences(by_seed.get("iterative", {}), by_seed.get("cgr", {}), PAPER_MARGIN):
         print(f"CGR - iterative, same seeds (points): {diff} (the paper: +{PAPER_MARGIN} over DPR;"
               " same-seed runs differ in their dropout draws, so not paired)")  # fmt: skip
-    figure4 = []
-    for row in args.rows:
-        if ROWS[row][1] == CGR:
-            for seed in args.seeds:
-                name = tag(args.dataset, row, seed, budget)
-                figure4 += [r for r in mechanism.saved_or_measured(best_checkpoint(name), args.dataset, table=True)
-                            if r["run"] not in {x["run"] for x in figure4}]  # fmt: skip
+    trained = [best_checkpoint(tag(args.dataset, row, seed, budget))
+               for row in args.rows if ROWS[row][1] == CGR for seed in args.seeds]  # fmt: skip
+    figure4 = mechanism.rows_for(trained, args.dataset, table=True)
     if len(figure4) > 1:  # the base row alone says nothing about a run
         print()
         mechanism.print_rows(figure4)

@@ -97,6 +97,15 @@ def saved_or_measured(checkpoint: Path, dataset: str, table: bool) -> list[dict]
     return rows
 
 
+def rows_for(checkpoints: list[Path], dataset: str, table: bool) -> list[dict]:
+    """The base row once, then each checkpoint's trained row."""
+    rows: list[dict] = []
+    for checkpoint in checkpoints:
+        seen = {r["run"] for r in rows}
+        rows += [r for r in saved_or_measured(checkpoint, dataset, table) if r["run"] not in seen]
+    return rows
+
+
 def print_rows(rows: list[dict]) -> None:
     print(f"The gold fact retrieved by each hypothesis (the query encoder's first hop, top {TOP}; "
           "% of dev questions; incorrect: mean over a question's incorrect hypotheses)")  # fmt: skip
@@ -112,11 +121,7 @@ def main() -> None:
     parser.add_argument("--dataset", default="obqa", help="names the shared base-encoder row")
     parser.add_argument("--table", action="store_true", help="only print the saved rows")
     args = parser.parse_args()
-    rows: list[dict] = []
-    for checkpoint in args.checkpoint:
-        rows += [r for r in saved_or_measured(checkpoint, args.dataset, args.table)
-                 if r["run"] not in {x["run"] for x in rows}]  # fmt: skip
-    print_rows(rows)
+    print_rows(rows_for(args.checkpoint, args.dataset, args.table))
 
 
 if __name__ == "__main__":

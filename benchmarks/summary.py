@@ -13,37 +13,47 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.cgr_ablations import mean_std, tag  # noqa: E402
 from benchmarks.common import load_result, print_table  # noqa: E402
 
 DOCS = "docs/benchmarks.md"
-OBQA_E1 = "cgr_ablations-obqa-{row}-q0-e1-l128-lr1e-4{clip}-s{seed}"
-OBQA_E2 = "cgr_ablations-obqa-{row}-q0-e2-l128-lr1e-4{clip}-s{seed}"
-MPNET = "cgr_ablations-obqa-{row}-q0-e1-l128{clip}-mpnet-s{seed}"
-ARC = "cgr_ablations-arc_challenge-{row}-q3200-e1-l128{clip}-s{seed}"
 IRCOT_DATASETS = ("hotpotqa", "2wiki", "musique")
 
 
-def accuracies(pattern: str, row: str, seeds=(1, 2, 3)) -> list[float]:
-    """Dev accuracies in % of the saved seeds of one cgr_ablations row (CGR rows: `each` clip)."""
-    clip = "-clipeach" if row.startswith("cgr") or row.startswith("no_") else ""
-    found = [load_result(pattern.format(row=row, clip=clip, seed=s)) for s in seeds]
-    return [100 * r["accuracy"] for r in found if r]
+def budget(**changed) -> argparse.Namespace:
+    """A cgr_ablations budget (it names the saved runs): all OBQA train questions, one epoch,
+    max length 128, lr 1e-4, CGR's models clipped apart, the MiniLM reader, unless changed."""
+    return argparse.Namespace(**{"train_questions": 0, "epochs": 1, "max_length": 128, "lr": "1e-4",
+                                 "gradient_clipping": "each", "reader": "minilm", **changed})  # fmt: skip
 
 
-def mean_std(values: list[float], what: str = "seed") -> str:
-    if not values:
+OBQA_E1, OBQA_E2 = budget(), budget(epochs=2)
+MPNET = budget(lr="5e-5", reader="mpnet")
+ARC = budget(lr="5e-5", train_questions=3200)
+
+
+def accuracies(
+    of: argparse.Namespace, row: str, seeds=(1, 2, 3), dataset: str = "obqa"
+) -> list[float]:
+    """The saved seeds of one cgr_ablations row, as fractions."""
+    found = [load_result(tag(dataset, row, s, of)) for s in seeds]
+    return [r["accuracy"] for r in found if r]
+
+
+def cell(accuracy: list[float], short: bool = False) -> str:
+    """mean ± std in %, with the number of seeds ("(3)" when `short`)."""
+    if not accuracy:
         return "not run"
-    spread = f" ± {statistics.stdev(values):.1f}" if len(values) > 1 else ""
-    return f"{statistics.mean(values):.1f}{spread} ({len(values)} {what}{'s' * (len(values) > 1)})"
+    seeds = f"{len(accuracy)}" if short else f"{len(accuracy)} seed{'s' * (len(accuracy) > 1)}"
+    return f"{mean_std(accuracy)} ({seeds})"
 
 
-def difference(pattern: str, a: str, b: str) -> str:
-    """b − a over the seeds both rows have."""
-    pairs = [(x, y) for s in (1, 2, 3)
-             if (x := accuracies(pattern, a, (s,))) and (y := accuracies(pattern, b, (s,)))]  # fmt: skip
+def difference(of: argparse.Namespace, a: str, b: str) -> str:
+    """b − a in points over the seeds both rows have."""
+    pairs = [(x, y) for s in (1, 2, 3) if (x := accuracies(of, a, (s,))) and (y := accuracies(of, b, (s,)))]  # fmt: skip
     if not pairs:
         return "not run"
-    return f"{statistics.mean(y[0] - x[0] for x, y in pairs):+.1f} ({len(pairs)} seeds)"
+    return f"{100 * statistics.mean(y[0] - x[0] for x, y in pairs):+.1f} ({len(pairs)} seeds)"
 
 
 def chain_row() -> str:
@@ -73,25 +83,25 @@ def multihop_row() -> str:
 def rows() -> list[list[str]]:
     minilm, paper_bb = "MiniLM-L6 22M", "AristoRoBERTa-large"
     riches = load_result("riches-hotpotqa-riches-100")
-    oracle_mpnet = [100 * r["accuracy"] for s in (1, 2, 3)
+    oracle_mpnet = [r["accuracy"] for s in (1, 2, 3)
                     if (r := load_result(f"evidence-obqa-gold_mpnet-q0-e1-l128-s{s}"))]  # fmt: skip
     d3 = load_result("longdoc-d3-200")
     table = [
         ["OpenBookQA", "accuracy: no facts / iterative retrieval / CGR, 1 epoch",
-         " / ".join(mean_std(accuracies(OBQA_E1, r)) for r in ("reader", "iterative", "cgr")),
+         " / ".join(cell(accuracies(OBQA_E1, r)) for r in ("reader", "iterative", "cgr")),
          "82.4 (CGR, test)", f"{minilm} / {paper_bb}", f"[benchmarks]({DOCS}#openbookqa-minilm)"],
-        ["OpenBookQA", "CGR − iterative retrieval, 1 epoch (the chain losses cannot reach the reader)",
+        ["OpenBookQA", "CGR − iterative retrieval, 1 epoch (reader trained and evaluated on the base query encoder's evidence: the chain losses cannot reach it)",
          difference(OBQA_E1, "iterative", "cgr"), "+1.6 (vs DPR, test)", "same",
          f"[benchmarks]({DOCS}#what-one-epoch-measures)"],
-        ["OpenBookQA", "accuracy: iterative retrieval / CGR, 2 epochs (evidence refreshed with the "
-         "trained encoder before epoch 2)", " / ".join(mean_std(accuracies(OBQA_E2, r)) for r in ("iterative", "cgr")),
+        ["OpenBookQA", "accuracy: iterative retrieval / CGR, 2 epochs (epoch 2 trained and evaluated on "
+         "evidence CGR's trained query encoder retrieved)", " / ".join(cell(accuracies(OBQA_E2, r)) for r in ("iterative", "cgr")),
          "80.8 / 82.4 (DPR / CGR, test)", "same", f"[benchmarks]({DOCS}#what-one-epoch-measures)"],
         ["OpenBookQA", "accuracy, mpnet reader: no facts / iterative / CGR, 1 epoch; gold fact only",
-         " / ".join(mean_std(accuracies(MPNET, r, (1, 2))) for r in ("reader", "iterative", "cgr"))
-         + f"; {mean_std(oracle_mpnet)}",
+         " / ".join(cell(accuracies(MPNET, r, (1, 2))) for r in ("reader", "iterative", "cgr"))
+         + f"; {cell(oracle_mpnet)}",
          "82.4 (CGR, test)", f"mpnet-base 110M / {paper_bb}", f"[benchmarks]({DOCS}#a-stronger-reader-mpnet-at-full-budget)"],
         ["ARC-Challenge", "accuracy: iterative retrieval / CGR, 1 epoch",
-         " / ".join(mean_std(accuracies(ARC, r)) for r in ("iterative", "cgr")),
+         " / ".join(cell(accuracies(ARC, r, dataset="arc_challenge")) for r in ("iterative", "cgr")),
          "69.2 (CGR, test)", f"{minilm} / {paper_bb}", f"[benchmarks]({DOCS}#arc-challenge)"],
         ["OpenBookQA / ARC", "chains against human explanations (dev): gold fact on the chain "
          "shown first; gold in Ê vs in the pool's equally many most similar facts", chain_row(),
@@ -114,18 +124,17 @@ def rows() -> list[list[str]]:
 
 def evidence_runs(setting: str, epochs: int) -> list[float]:
     found = [load_result(f"evidence-obqa-{setting}-q0-e{epochs}-l128-s{s}") for s in (1, 2, 3)]
-    return [100 * r["accuracy"] for r in found if r]
+    return [r["accuracy"] for r in found if r]
 
 
 def status_rows() -> list[list[str]]:
     """OBQA dev by budget: the rows docs/status.md reads (MiniLM reader and retriever, all train
     questions, max length 128, lr 1e-4)."""
-    cell = lambda values: mean_std(values).replace(" seeds)", ")").replace(" seed)", ")")  # noqa: E731
     table = []
-    for epochs, pattern in ((1, OBQA_E1), (2, OBQA_E2)):
+    for epochs, of in ((1, OBQA_E1), (2, OBQA_E2)):
         table.append([f"{epochs} epoch{'s' * (epochs > 1)}",
-                      *(cell(accuracies(pattern, r)) for r in ("reader", "iterative", "chains", "cgr", "no_chain_losses")),
-                      cell(evidence_runs("dense_lr1e-4", epochs)), cell(evidence_runs("gold_lr1e-4", epochs))])  # fmt: skip
+                      *(cell(accuracies(of, r), short=True) for r in ("reader", "iterative", "chains", "cgr", "no_chain_losses")),
+                      *(cell(evidence_runs(s, epochs), short=True) for s in ("dense_lr1e-4", "gold_lr1e-4"))])  # fmt: skip
     return table
 
 
