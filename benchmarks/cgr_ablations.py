@@ -61,6 +61,10 @@ PAPER_MARGIN = 1.6  # CGR 82.4 against DPR 80.8 on OBQA test, in points (the pap
 # the reader's default rate by reader (configs/model/reader_*.yaml); --lr overrides it
 READER_LR = {"mpnet": 5e-5}
 READER_ARGS = ("reader_model", "max_length", "lr", "weight_decay", "warmup_ratio")
+# which 20 chains CGR's losses read: the rows of the two-epoch table began with chains ranked by
+# relevance; configs/chains/default.yaml now puts open-book chains first (better chains,
+# benchmarks/chain_quality.py), which would change what the losses read halfway through a table
+CHAIN_ORDER = "relevance"
 
 
 def row_config(base: dict, row: str, seed: int, budget: argparse.Namespace) -> dict:
@@ -82,6 +86,7 @@ def row_config(base: dict, row: str, seed: int, budget: argparse.Namespace) -> d
     data["max_train_questions"] = budget.train_questions
     data["retrieval"]["method"] = method
     data["chains"]["enabled"] = chains
+    data["chains"]["chain_order"] = CHAIN_ORDER
     return config
 
 

@@ -113,5 +113,6 @@ def test_benchmark_tables_are_what_the_saved_results_give():
 
     page = (ROOT / "docs" / "benchmarks.md").read_text()
     assert len(BLOCK.findall(page)) >= 3
-    edited = page.replace("| default | 27.72 |", "| default | 29.99 |", 1)
+    cell = re.search(r"\| default \| [0-9.]+ \|", page).group(0)  # a generated row's cell
+    edited = page.replace(cell, "| default | 99.99 |", 1)
     assert edited != page and rendered(edited, {}) == page

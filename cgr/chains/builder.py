@@ -16,6 +16,7 @@ from cgr.amr.parsers import AMRConfig, CachedParser
 from cgr.chains.concepts import AMRConcepts, amr_concepts
 from cgr.chains.graph import build_semantic_graph, question_concepts
 from cgr.chains.search import ChainSearchConfig, chain_evidence, find_chains
+from cgr.data.records import text_key
 from cgr.errors import ConfigError
 from cgr.reader.examples import ReaderExample
 from cgr.validation import at_least, positive
@@ -24,7 +25,7 @@ from cgr.workers import process_pool
 log = logging.getLogger(__name__)
 
 
-CHAIN_ORDERS = ("length", "relevance")
+CHAIN_ORDERS = ("length", "relevance", "open_book")
 
 
 @dataclass
@@ -63,7 +64,10 @@ class ChainConfig:
     # how a hypothesis' chains rank (the first is the one `cgr explain` and the chains page
     # show; Ê takes the best evidence_chains): "length" (shortest first, then summed retrieval
     # score) or "relevance" (mean relevance of their facts to "question choice", the reader's
-    # order; the paper does not rank chains)
+    # order; the paper does not rank chains) or "open_book" (by the relevance of the most
+    # relevant open-book fact on the chain, then as "relevance": the authors' beam starts in the
+    # open book, and OpenBookQA's gold fact is one of its facts; without an open book the same
+    # as "relevance")
     chain_order: str = "length"
     # N > 0: the kept chains (export, explanations, CGR's losses) use only a hypothesis's N most
     # relevant pool facts (the reader's order); Ê still comes from all chains. Why: wrong answers
@@ -106,8 +110,13 @@ class ChainBuilder:
     questions each, with the same output as one process (each search is deterministic and
     keeps its own per-hypothesis time budget)."""
 
-    def __init__(self, cfg: ChainConfig, progress: bool = True):
-        self.cfg, self.progress = cfg, progress
+    def __init__(
+        self, cfg: ChainConfig, progress: bool = True, open_book: frozenset[str] = frozenset()
+    ):
+        """`open_book`: the open book's facts as `text_key`s, for `chain_order: open_book` (a
+        pool fact's `source` names only the corpus that scored it first, and the science corpus
+        holds some open-book sentences too)."""
+        self.cfg, self.progress, self.open_book = cfg, progress, open_book
         self.parser = CachedParser(cfg.amr, progress=progress, workers=self.workers)
         self.search = ChainSearchConfig(
             cfg.max_facts,
@@ -142,7 +151,7 @@ class ChainBuilder:
         workers = min(self.workers, max(1, len(examples) // MIN_SHARE))
         shares = [list(range(len(examples)))[w::workers] for w in range(workers)]
         jobs = [
-            (self.cfg, self.search, [(examples[i], keys[i]) for i in share],
+            (self.cfg, self.search, [(examples[i], keys[i]) for i in share], self.open_book,
              {s: graphs[s] for i in share for s in _sentences(examples[i])})
             for share in shares
         ]  # fmt: skip
@@ -179,6 +188,7 @@ def search_share(
     cfg: ChainConfig,
     search: ChainSearchConfig,
     items: list[tuple[ReaderExample, list[dict[str, float]] | None]],
+    open_book: frozenset[str],
     graphs: dict[str, str | None],
 ) -> tuple[list[tuple[list, list]], Counter, list[float]]:
     """AMR concepts and chain search for a share of the questions (in a worker process or not):
@@ -195,7 +205,7 @@ def search_share(
         not concepts[f.text].concepts for ex, _ in items for pool in ex.pool for f in pool
     )
     found = [
-        _search_one(ex, concepts, relevance, cfg, search, counters, seconds)
+        _search_one(ex, concepts, relevance, cfg, search, counters, seconds, open_book)
         for ex, relevance in items
     ]
     return found, counters, seconds
@@ -209,6 +219,7 @@ def _search_one(
     search: ChainSearchConfig,
     counters: Counter,
     seconds: list[float],
+    open_book: frozenset[str] = frozenset(),
 ) -> tuple[list, list]:
     hyps = [concepts[h] for h in ex.hypotheses]
     q_nodes = question_concepts(hyps)
@@ -220,9 +231,13 @@ def _search_one(
         if not graph.answer_nodes:
             counters["hypotheses_without_answer_nodes"] += 1
         ranking = {f.fact_id: f.score for f in pool}
-        if cfg.chain_order == "relevance" and relevance:
+        if cfg.chain_order in ("relevance", "open_book") and relevance:
             ranking = relevance[i]
-        chains, complete = find_chains(graph, ranking, search)
+        preferred = set()
+        if cfg.chain_order == "open_book":
+            preferred = {f.fact_id for f in pool
+                         if f.source == "open_book" or text_key(f.text) in open_book}  # fmt: skip
+        chains, complete = find_chains(graph, ranking, search, preferred)
         seconds.append(time.perf_counter() - start)
         counters["searches_cut_by_budget"] += not complete
         counters["hypotheses"] += 1

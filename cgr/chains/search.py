@@ -7,12 +7,14 @@ hypothesis graph is exactly a fact sequence whose neighbours share n_i; a path e
 fact that holds an answer node (it is not extended past it). Bounded and
 deterministic: at most `max_facts` facts per chain, `max_chains` chains, `time_budget_s`
 seconds; facts and concepts are visited in sorted order and chains are ranked by length, then
-by their facts' scores (or by the mean score first, `order: relevance`), then by fact ids, so the
-result does not depend on pool order.
+by their facts' scores (or by the mean score first, `order: relevance`, after the best score of
+an open-book fact on the chain, `order: open_book`), then by fact ids, so the result does not
+depend on pool order.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -36,7 +38,9 @@ class ChainSearchConfig:
     max_expansions: int = 200_000
     max_link_share: float = 1.0
     # how chains rank (which is shown first, which make Ê when it takes the best N): "length",
-    # shortest first, then by summed score; "relevance", by their facts' mean score first
+    # shortest first, then by summed score; "relevance", by their facts' mean score first;
+    # "open_book", by the best score of a `preferred` (open-book) fact on the chain, then as
+    # "relevance"; chains without one come last
     order: str = "length"
 
 
@@ -55,8 +59,10 @@ def find_chains(
     graph: SemanticGraph,
     scores: dict[str, float] | None = None,
     cfg: ChainSearchConfig | None = None,
+    preferred: frozenset[str] | set[str] = frozenset(),
 ) -> tuple[list[Chain], bool]:
     """(chains, complete): `complete` is False when the time or expansion budget cut the search.
+    `preferred`: fact ids that put a chain first under `order: open_book` (the open book's).
 
     The paper's DFS over concept nodes, searched by fact paths: a node path q -> n1 -> ... -> a
     is a fact path f1 .. fk with q in f1, each n_i shared by f_i and f_i+1 outside the
@@ -127,8 +133,12 @@ def find_chains(
 
     def key(facts: tuple[str, ...]):
         total = sum(scores.get(f, 0.0) for f in facts)
-        if cfg.order == "relevance":
-            return (-total / len(facts), len(facts), facts)
+        if cfg.order in ("relevance", "open_book"):
+            # open_book: by the best score of an open-book fact on the chain (none: last)
+            book = [
+                scores.get(f, 0.0) for f in facts if f in preferred and cfg.order == "open_book"
+            ]
+            return (-max(book, default=-math.inf), -total / len(facts), len(facts), facts)
         return (len(facts), -total, facts)
 
     ranked = sorted(found, key=key)[: cfg.max_chains]

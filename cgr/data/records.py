@@ -7,11 +7,18 @@ import re
 from dataclasses import asdict, dataclass, field
 
 _SPACES = re.compile(r"\s+")
+_NON_WORD = re.compile(r"[^a-z0-9]+")
 
 
 def normalize_fact_text(text: str) -> str:
     """Collapse white space so that the same fact written twice gets the same id."""
     return _SPACES.sub(" ", text).strip()
+
+
+def text_key(text: str) -> str:
+    """A fact's text without case and punctuation: the same sentence in two files (the open
+    book and the science corpus, a gold `fact1` and the corpus) compares equal."""
+    return _NON_WORD.sub(" ", text.lower()).strip()
 
 
 def fact_id(text: str) -> str:

@@ -112,7 +112,9 @@ class EvidencePipeline:
         `search_chains=False`: the examples already hold their chains (read from a cache)."""
         if self.chains.enabled and search_chains:
             if self._chain_builder is None:
-                self._chain_builder = ChainBuilder(self.chains, progress=self.progress)
+                self._chain_builder = ChainBuilder(
+                    self.chains, progress=self.progress, open_book=self._open_book_keys()
+                )
             self._chain_builder.attach(examples, self._explain_relevance(examples))
         elif not self.chains.enabled:
             for ex in examples:  # a second selection without chains reads the plain pool
@@ -171,8 +173,10 @@ class EvidencePipeline:
         return self.retrieval.method not in {"none", "gold"}
 
     def _open_book_keys(self) -> frozenset[str]:
-        """The open book's facts as text keys, when `evidence.open_book_first` asks for them."""
-        if not self.evidence.open_book_first or not self._reads_pools():
+        """The open book's facts as text keys, when `evidence.open_book_first` or `chains.
+        chain_order: open_book` asks for them (none when there is no open book)."""
+        wanted = self.evidence.open_book_first or self.chains.chain_order == "open_book"
+        if not wanted or not self._reads_pools() or not self.retrieval.open_book:
             return frozenset()
         if self._open_book is None:
             from cgr.data.corpus import Corpus
@@ -183,8 +187,8 @@ class EvidencePipeline:
 
     def _explain_relevance(self, examples: list[ReaderExample]):
         """What ranks a choice's facts for `data.chains.explain_top_facts` and `chain_order:
-        relevance`: the reader's order."""
-        if not self.chains.explain_top_facts and self.chains.chain_order != "relevance":
+        relevance | open_book`: the reader's order."""
+        if not self.chains.explain_top_facts and self.chains.chain_order == "length":
             return None
         scorer = None
         if self.evidence.order != "retrieval" and any(p for ex in examples for p in ex.pool):

@@ -19,17 +19,16 @@ after lower-casing and removing punctuation) are always read once.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
+from cgr.data.records import text_key
 from cgr.errors import ConfigError
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.base import RetrievedFact
 
 ORDERS = ("retrieval", "hypothesis", "question_choice")
 SHARED = ("keep", "drop")
-_NON_WORD = re.compile(r"[^a-z0-9]+")
 
 
 @dataclass
@@ -52,10 +51,6 @@ class EvidenceConfig:
             raise ConfigError(
                 f"data.evidence.shared_facts must be one of {SHARED}, not {self.shared_facts!r}"
             )
-
-
-def text_key(text: str) -> str:
-    return _NON_WORD.sub(" ", text.lower()).strip()
 
 
 def relevance_queries(examples: list[ReaderExample], order: str) -> list[str]:

@@ -76,6 +76,45 @@ def test_chains_rank_by_length_or_by_the_mean_relevance_of_their_facts():
     by_relevance, _ = find_chains(graph, relevance, ChainSearchConfig(order="relevance"))
     assert [c.facts for c in by_length] == [("f_direct",), ("f_metal", "f_copper")]
     assert [c.facts for c in by_relevance] == [("f_metal", "f_copper"), ("f_direct",)]
+    # open_book: a chain through a preferred (open-book) fact comes first, then by relevance
+    book = {"f_direct"}
+    by_book, _ = find_chains(graph, relevance, ChainSearchConfig(order="open_book"), book)
+    assert [c.facts for c in by_book] == [("f_direct",), ("f_metal", "f_copper")]
+    both, _ = find_chains(
+        graph, relevance, ChainSearchConfig(order="open_book"), book | {"f_copper"}
+    )
+    assert [c.facts for c in both] == [("f_metal", "f_copper"), ("f_direct",)]  # 0.8 above 0.2
+    unread, _ = find_chains(graph, relevance, ChainSearchConfig(order="relevance"), book)
+    assert unread == by_relevance  # only `open_book` reads the preferred facts
+
+
+def test_open_book_order_finds_the_open_book_by_text_not_by_the_source_that_scored_it():
+    """A sentence in both the corpus and the open book may come back as a corpus hit; the builder
+    knows it as the open book's by its text key."""
+    from collections import Counter
+
+    from cgr.chains.builder import ChainConfig, _search_one
+    from cgr.chains.search import ChainSearchConfig as Search
+    from cgr.reader.examples import ReaderExample
+    from cgr.retrieval.base import RetrievedFact
+
+    concepts = {"metals conduct electricity": amr({"electricity", "metal"}),
+                "Copper is a metal.": amr({"metal", "copper"}),
+                "copper wire carries electricity": amr({"electricity", "copper"}),
+                "h_copper": HYP, "h_wood": amr({"conductor", "electricity", "wood"})}  # fmt: skip
+    pool = [RetrievedFact("f_wire", "copper wire carries electricity", 0.9),
+            RetrievedFact("f_metal", "metals conduct electricity", 0.5),
+            RetrievedFact("f_copper", "Copper is a metal.", 0.4)]  # fmt: skip
+    ex = ReaderExample(question_id="q", question="?", labels=["A", "B"], choices=["copper", "wood"],
+                       hypotheses=["h_copper", "h_wood"], pool=[pool, []], answer_index=0)  # fmt: skip
+    relevance = [{f.fact_id: f.score for f in pool}, {}]
+    firsts = {}
+    for order in ("relevance", "open_book"):
+        cfg = ChainConfig(chain_order=order)
+        chains, _ = _search_one(ex, concepts, relevance, cfg, Search(order=order), Counter(), [],
+                                frozenset({"copper is a metal"}))  # fmt: skip
+        firsts[order] = chains[0][0].facts
+    assert firsts == {"relevance": ("f_wire",), "open_book": ("f_metal", "f_copper")}
 
 
 def test_question_nodes_are_shared_by_all_hypotheses_and_their_edges_to_answers_dropped():
