@@ -115,6 +115,10 @@ SETTINGS = {
     # configs/chains/default.yaml: the paper's graph with noun roots linking, chains through the
     # most relevant open-book fact first
     "default": {"merge_noun_roots": True, "chain_order": "open_book"},
+    # the default with Ê from the 5 best chains only: with open-book chains first, fewer chains
+    # keep the gold fact better than the pool's equally many most similar facts (OBQA)
+    "default_evidence_chains_5": {"merge_noun_roots": True, "chain_order": "open_book",
+                                  "evidence_chains": 5},
 }  # fmt: skip
 
 
