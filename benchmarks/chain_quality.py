@@ -135,11 +135,10 @@ def chain_config(config: dict, setting: str) -> ChainConfig:
 
 def open_book_keys(config: dict) -> frozenset[str]:
     """The open book's facts as text keys (none when the dataset's config has no open book)."""
-    from cgr.data.corpus import Corpus
+    from cgr.data.corpus import text_keys
 
     book = config["data"]["retrieval"].get("open_book")
-    facts = Corpus.from_files([book]).facts if book else []
-    return frozenset(text_key(f.text) for f in facts)
+    return text_keys([book]) if book else frozenset()
 
 
 def auc(right: list[float], wrong: list[float]) -> float:
@@ -252,13 +251,14 @@ def main() -> None:
     for dataset in args.datasets:
         examples, config = pools(dataset, args.split)
         relevance, cosine = None, hypothesis_cosine(config, examples)
+        open_book = open_book_keys(config)
         for setting in args.settings:
             cfg = chain_config(config, setting)
             if (cfg.explain_top_facts or cfg.chain_order != "length") and relevance is None:
                 from benchmarks.chains import relevance_keys
 
                 relevance = relevance_keys(config, examples)
-            row = measure(examples, cfg, cosine, relevance, open_book_keys(config))
+            row = measure(examples, cfg, cosine, relevance, open_book)
             row.update(dataset=dataset, split=args.split, setting=setting,
                        chains=SETTINGS[setting], machine=machine(), date=time.strftime("%Y-%m-%d"))  # fmt: skip
             save_result(result_name(dataset, args.split, setting), row)

@@ -16,7 +16,6 @@ from cgr.amr.parsers import AMRConfig, CachedParser
 from cgr.chains.concepts import AMRConcepts, amr_concepts
 from cgr.chains.graph import build_semantic_graph, question_concepts
 from cgr.chains.search import ChainSearchConfig, chain_evidence, find_chains
-from cgr.data.records import text_key
 from cgr.errors import ConfigError
 from cgr.reader.examples import ReaderExample
 from cgr.validation import at_least, positive
@@ -235,8 +234,7 @@ def _search_one(
             ranking = relevance[i]
         preferred = set()
         if cfg.chain_order == "open_book":
-            preferred = {f.fact_id for f in pool
-                         if f.source == "open_book" or text_key(f.text) in open_book}  # fmt: skip
+            preferred = {f.fact_id for f in pool if f.in_open_book(open_book)}
         chains, complete = find_chains(graph, ranking, search, preferred)
         seconds.append(time.perf_counter() - start)
         counters["searches_cut_by_budget"] += not complete

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from cgr.data.loaders import iter_jsonl, read_utf8, require_file, text_lines
-from cgr.data.records import Fact, fact_id, normalize_fact_text
+from cgr.data.records import Fact, fact_id, normalize_fact_text, text_key
 from cgr.errors import DataFormatError
 
 
@@ -134,3 +134,8 @@ class Corpus:
         for f in self.facts:
             h.update(f.id.encode())
         return h.hexdigest()[:16]
+
+
+def text_keys(paths: list[str]) -> frozenset[str]:
+    """The facts of these files as `text_key`s (the open book, matched by text across corpora)."""
+    return frozenset(text_key(f.text) for f in Corpus.from_files(paths).facts)

@@ -18,7 +18,7 @@ from cgr.data.hypothesis import HypothesisGenerator
 from cgr.data.records import Question
 from cgr.errors import ConfigError
 from cgr.evidence.pools import build_examples
-from cgr.evidence.selection import EvidenceConfig, fact_relevance, select_evidence, text_key
+from cgr.evidence.selection import EvidenceConfig, fact_relevance, select_evidence
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.factory import RetrievalConfig, build_retriever
 
@@ -179,10 +179,9 @@ class EvidencePipeline:
         if not wanted or not self._reads_pools() or not self.retrieval.open_book:
             return frozenset()
         if self._open_book is None:
-            from cgr.data.corpus import Corpus
+            from cgr.data.corpus import text_keys
 
-            facts = Corpus.from_files([self.retrieval.open_book]).facts
-            self._open_book = frozenset(text_key(f.text) for f in facts)
+            self._open_book = text_keys([self.retrieval.open_book])
         return self._open_book
 
     def _explain_relevance(self, examples: list[ReaderExample]):

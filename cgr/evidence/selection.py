@@ -113,7 +113,7 @@ def _best_open_book(
     is the open book's by its text (`text_key`): the corpus may hold the same sentence."""
     if n <= 0:
         return set()
-    open_book = [f for f in pool if f.source == "open_book" or text_key(f.text) in open_book]
+    open_book = [f for f in pool if f.in_open_book(open_book)]
     return {id(f) for f in sorted(open_book, key=lambda f: keys[id(f)])[:n]}
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
+from cgr.data.records import text_key
+
 
 @dataclass
 class RetrievedFact:
@@ -18,6 +20,11 @@ class RetrievedFact:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def in_open_book(self, open_book: frozenset[str]) -> bool:
+        """Found in the open book, or its text is one of the book's (`text_key`s): `source`
+        names only the corpus that scored it first, and the corpus may hold the same sentence."""
+        return self.source == "open_book" or text_key(self.text) in open_book
 
 
 class Retriever(Protocol):
