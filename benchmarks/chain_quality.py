@@ -102,7 +102,8 @@ SETTINGS = {
     "paper": {},
     "noun_roots": {"merge_noun_roots": True},
     "relevance_order": {"chain_order": "relevance"},
-    # OBQA: chains through the most relevant open-book fact first; ARC has no open book
+    # chains through the most relevant fact of the book first (OBQA: its open book; ARC:
+    # WorldTree's tablestore, configs/chains/worldtree.yaml)
     "open_book_order": {"chain_order": "open_book"},
     "stem": {"stem_concepts": True},
     "hubs": {"max_link_share": 0.2},
@@ -134,11 +135,12 @@ def chain_config(config: dict, setting: str) -> ChainConfig:
 
 
 def open_book_keys(config: dict) -> frozenset[str]:
-    """The open book's facts as text keys (none when the dataset's config has no open book)."""
+    """The book of `chain_order: open_book` as text keys: the dataset config's `data.chains.book`,
+    else its open book (none: the order is `relevance`)."""
     from cgr.data.corpus import text_keys
 
-    book = config["data"]["retrieval"].get("open_book")
-    return text_keys([book]) if book else frozenset()
+    book = config["data"]["chains"].get("book") or config["data"]["retrieval"].get("open_book")
+    return text_keys(book if isinstance(book, list) else [book]) if book else frozenset()
 
 
 def auc(right: list[float], wrong: list[float]) -> float:

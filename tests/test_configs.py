@@ -108,6 +108,22 @@ def test_configs_compose_shared_groups():
         assert config["data"]["chains"]["max_facts"] == 3
 
 
+def test_worldtree_chains_group_is_the_default_with_a_book():
+    """ARC's chains group copies the default but for the book its best chains go through: a
+    setting changed in one and not the other is caught here."""
+    groups = ROOT / "configs" / "chains"
+    default = yaml.safe_load((groups / "default.yaml").read_text())
+    worldtree = yaml.safe_load((groups / "worldtree.yaml").read_text())
+    assert default.pop("book") is None
+    assert worldtree.pop("book") == [
+        "../shared/data/corpus/worldtree_v2.1/worldtree_v2.1_facts.jsonl"
+    ]
+    assert worldtree == default
+    for name in ("arc_challenge.yaml", "arc_challenge_paper.yaml"):
+        raw = yaml.safe_load((ROOT / "configs" / name).read_text())
+        assert raw["data"]["chains"] == "chains/worldtree.yaml"
+
+
 def test_run_name_fills_checkpoint_folder_and_logger_names():
     from jsonargparse import Namespace
 

@@ -29,6 +29,7 @@ from cgr.retrieval.factory import RetrievalConfig
     (lambda: ChainConfig(time_budget_s=float("nan")), "data.chains.time_budget_s must be > 0, not nan"),
     (lambda: ChainConfig(max_link_share=float("inf")), "data.chains.max_link_share must be > 0, not inf"),
     (lambda: ChainConfig(chain_order="shortest"), "data.chains.chain_order must be one of length, relevance, open_book"),
+    (lambda: ChainConfig(book="worldtree.jsonl"), "data.chains.book must be a list of files or null"),
     (lambda: EvidenceConfig(order="random"), "data.evidence.order must be one of"),
     (lambda: EvidenceConfig(open_book_first=-2), "data.evidence.open_book_first must be a whole number >= 0"),
     (lambda: EvidencePipeline(RetrievalConfig(method="dense", open_book=None), evidence=EvidenceConfig(open_book_first=5)),

@@ -68,6 +68,10 @@ class ChainConfig:
     # open book, and OpenBookQA's gold fact is one of its facts; without an open book the same
     # as "relevance")
     chain_order: str = "length"
+    # the files whose facts count as the book for chain_order "open_book" (None: the
+    # retrieval's open book, data.retrieval.open_book). ARC retrieves with no open book, but
+    # WorldTree's tablestore is its curated science book (configs/chains/worldtree.yaml)
+    book: list[str] | None = None
     # N > 0: the kept chains (export, explanations, CGR's losses) use only a hypothesis's N most
     # relevant pool facts (the reader's order); Ê still comes from all chains. Why: wrong answers
     # find chains through weak facts as often as right ones (README: chains); 0 is the paper
@@ -87,6 +91,12 @@ class ChainConfig:
             raise ConfigError(
                 f"data.chains.chain_order must be one of {', '.join(CHAIN_ORDERS)}, "
                 f"not {self.chain_order!r}"
+            )
+        if self.book is not None and (
+            not isinstance(self.book, list) or not all(isinstance(p, str) for p in self.book)
+        ):
+            raise ConfigError(
+                f"data.chains.book must be a list of files or null, not {self.book!r}"
             )
         positive("data.chains.max_link_share", self.max_link_share)
         if self.max_link_share > 1.0:

@@ -58,7 +58,7 @@ class EvidencePipeline:
         self._hypotheses: HypothesisGenerator | None = None
         self._chain_builder: ChainBuilder | None = None
         self._relevance = None
-        self._open_book: frozenset[str] | None = None
+        self._books: dict[tuple[str, ...], frozenset[str]] = {}  # files -> their text keys
         self._query_model = None  # a trained query encoder (CGR) replacing the configured one
 
     @classmethod
@@ -113,7 +113,7 @@ class EvidencePipeline:
         if self.chains.enabled and search_chains:
             if self._chain_builder is None:
                 self._chain_builder = ChainBuilder(
-                    self.chains, progress=self.progress, open_book=self._open_book_keys()
+                    self.chains, progress=self.progress, open_book=self._chain_book_keys()
                 )
             self._chain_builder.attach(examples, self._explain_relevance(examples))
         elif not self.chains.enabled:
@@ -173,16 +173,28 @@ class EvidencePipeline:
         return self.retrieval.method not in {"none", "gold"}
 
     def _open_book_keys(self) -> frozenset[str]:
-        """The open book's facts as text keys, when `evidence.open_book_first` or `chains.
-        chain_order: open_book` asks for them (none when there is no open book)."""
-        wanted = self.evidence.open_book_first or self.chains.chain_order == "open_book"
-        if not wanted or not self._reads_pools() or not self.retrieval.open_book:
+        """The open book's facts as text keys, for `evidence.open_book_first`."""
+        if not self.evidence.open_book_first:
             return frozenset()
-        if self._open_book is None:
+        return self._keys_of([self.retrieval.open_book] if self.retrieval.open_book else [])
+
+    def _chain_book_keys(self) -> frozenset[str]:
+        """The book's facts as text keys, for `chains.chain_order: open_book`: `chains.book`,
+        else the open book (none: the order is `relevance`)."""
+        if self.chains.chain_order != "open_book":
+            return frozenset()
+        book = self.retrieval.open_book
+        return self._keys_of(self.chains.book or ([book] if book else []))
+
+    def _keys_of(self, files: list[str]) -> frozenset[str]:
+        if not files or not self._reads_pools():
+            return frozenset()
+        key = tuple(map(str, files))
+        if key not in self._books:
             from cgr.data.corpus import text_keys
 
-            self._open_book = text_keys([self.retrieval.open_book])
-        return self._open_book
+            self._books[key] = text_keys(list(key))
+        return self._books[key]
 
     def _explain_relevance(self, examples: list[ReaderExample]):
         """What ranks a choice's facts for `data.chains.explain_top_facts` and `chain_order:

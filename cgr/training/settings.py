@@ -95,6 +95,8 @@ def check_data_settings(data) -> None:
     if retrieval is not None and retrieval.get("method") not in {"none", "gold"}:
         files += [("data.retrieval.corpus", f) for f in retrieval.get("corpus") or []]
         files.append(("data.retrieval.open_book", retrieval.get("open_book")))
+        chains = data.get("chains")
+        files += [("data.chains.book", f) for f in (chains and chains.get("book")) or []]
     for what, path in files:
         if path and not Path(str(path)).exists():  # a corpus may be a folder of tsv tables
             raise DataFormatError(str(path), None, what, "file not found")

@@ -16,6 +16,7 @@ from tests.conftest import ROOT
         (["--data.max_evidence=0"], "data.max_evidence must be a number >= 1, not 0"),
         (["--data.train_file=nowhere/train.jsonl"], "nowhere/train.jsonl: field 'data.train_file': file not found"),
         (["--data.retrieval.corpus=[nowhere/facts.txt]"], "field 'data.retrieval.corpus': file not found"),
+        (["--data.chains.book=[nowhere/tablestore.txt]"], "nowhere/tablestore.txt: field 'data.chains.book': file not found"),
         (["--trainer.max_epochs=-5"], "trainer.max_epochs must be a number >= -1, not -5"),
         (["--trainer.max_epochs=abc"], "trainer.max_epochs must be a whole number, not 'abc'"),
         (["--model.init_args.lr=.nan"], "model.lr must be > 0, not nan"),
