@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import statistics
 import sys
 from pathlib import Path
@@ -58,6 +59,14 @@ ROWS = {
 CONFIGS = {"obqa": "configs/obqa_cgr_cpu.yaml", "arc_challenge": "configs/arc_challenge.yaml"}
 HISTORIC_LR = 5e-5
 PAPER_MARGIN = 1.6  # CGR 82.4 against DPR 80.8 on OBQA test, in points (the paper's Table 2)
+LOSS_MARGIN = 1.5  # CGR 79.70 against 78.20 without L_D on OBQA dev, in points (Table 4)
+# the comparisons the paper's claims are about: (row a, row b, b's margin over a in the paper,
+# over what)
+PAIRS = (
+    ("iterative", "cgr", PAPER_MARGIN, "over DPR"),
+    ("no_chain_losses", "cgr", LOSS_MARGIN, "on OBQA dev, four runs"),
+)
+SHORT = {"iterative": "iterative", "cgr": "CGR", "no_chain_losses": "CGR w/o L_D"}
 # the reader's default rate by reader (configs/model/reader_*.yaml); --lr overrides it
 READER_LR = {"mpnet": 5e-5}
 READER_ARGS = ("reader_model", "max_length", "lr", "weight_decay", "warmup_ratio")
@@ -196,8 +205,9 @@ def main() -> None:
                 save_result(
                     name, {"row": ROWS[row][0], "seed": seed, "budget": vars(budget), **result}
                 )
-                if row in ("iterative", "cgr"):  # a re-run row's pairing is counted again
-                    saved_pairing(base, args.dataset, seed, budget, refresh=True)
+                for pair in PAIRS:  # a re-run row's pairings are counted again
+                    if row in pair[:2]:
+                        saved_pairing(base, args.dataset, seed, budget, pair[:2], refresh=True)
                 if ROWS[row][1] == CGR:  # the paper's Figure 4, on the encoder it trained
                     mechanism.saved_or_measured(best_checkpoint(name), args.dataset, table=False)
                 print(
@@ -231,24 +241,26 @@ def main() -> None:
         print("(no row of this budget saved yet)")
     if "cgr" in speeds and "iterative" in speeds:
         print(f"CGR / reader-only training speed: {speeds['cgr'] / speeds['iterative']:.2f}")
-    if diff := seed_differences(by_seed.get("iterative", {}), by_seed.get("cgr", {}), PAPER_MARGIN):
-        print(f"CGR - iterative, same seeds (points): {diff} (the paper: +{PAPER_MARGIN} over DPR;"
-              " same-seed runs differ in their dropout draws, so not paired)")  # fmt: skip
+    for a, b, margin, what in PAIRS:
+        if diff := seed_differences(by_seed.get(a, {}), by_seed.get(b, {}), margin):
+            print(f"{SHORT[b]} - {SHORT[a]}, same seeds (points): {diff} (the paper: "
+                  f"+{margin} {what}; same-seed runs differ in their dropout draws, so not paired)")  # fmt: skip
     trained = [best_checkpoint(tag(args.dataset, row, seed, budget))
                for row in args.rows if ROWS[row][1] == CGR for seed in args.seeds]  # fmt: skip
     figure4 = mechanism.rows_for(trained, args.dataset, table=True)
     if len(figure4) > 1:  # the base row alone says nothing about a run
         print()
         mechanism.print_rows(figure4)
-    for seed in args.seeds:
-        if paired := saved_pairing(base, args.dataset, seed, budget):
-            print(f"seed {seed}, paired on dev questions: iterative right where CGR is wrong "
-                  f"{paired['a_only']}, CGR right where iterative is wrong {paired['b_only']}; "
-                  f"exact McNemar p = {paired['p']:.2f}")  # fmt: skip
-            cells = {(True, True): "both", (True, False): "iterative only",
-                     (False, True): "CGR only", (False, False): "neither"}  # fmt: skip
-            by_gold = {(a, b): counts for a, b, *counts in paired["by_gold"]}
-            print("  by who read the gold fact (questions: right with iterative / CGR): " + ", ".join(
+    for (a, b, *_), seed in itertools.product(PAIRS, args.seeds):
+        if paired := saved_pairing(base, args.dataset, seed, budget, (a, b)):
+            names = {a: SHORT[a], b: SHORT[b]}
+            print(f"seed {seed}, paired on dev questions: {names[a]} right where {names[b]} is "
+                  f"wrong {paired['a_only']}, {names[b]} right where {names[a]} is wrong "
+                  f"{paired['b_only']}; exact McNemar p = {paired['p']:.2f}")  # fmt: skip
+            cells = {(True, True): "both", (True, False): f"{names[a]} only",
+                     (False, True): f"{names[b]} only", (False, False): "neither"}  # fmt: skip
+            by_gold = {(x, y): counts for x, y, *counts in paired["by_gold"]}
+            print(f"  by who read the gold fact (questions: right with {names[a]} / {names[b]}): " + ", ".join(
                 f"{label} {c[0]}: {c[1]} / {c[2]}" for key, label in cells.items()
                 if (c := by_gold.get(key))))  # fmt: skip
 
@@ -258,13 +270,20 @@ def best_checkpoint(name: str) -> Path:
 
 
 def saved_pairing(
-    base: dict, dataset: str, seed: int, budget: argparse.Namespace, refresh: bool = False
+    base: dict,
+    dataset: str,
+    seed: int,
+    budget: argparse.Namespace,
+    rows: tuple[str, str] = ("iterative", "cgr"),
+    refresh: bool = False,
 ) -> dict | None:
-    """Iterative against CGR on one seed, question by question, from the saved result: the
-    pairing needs both runs' dev predictions (under checkpoints/bench), which a fresh clone does
-    not have, so it is saved the first time they are here and the table prints the saved one."""
-    names = [tag(dataset, row, seed, budget) for row in ("iterative", "cgr")]
-    saved_name = f"cgr_ablations_paired-{names[1]}"
+    """Two rows on one seed, question by question, from the saved result: the pairing needs
+    both runs' dev predictions (under checkpoints/bench), which a fresh clone does not have, so
+    it is saved the first time they are here and the table prints the saved one."""
+    names = [tag(dataset, row, seed, budget) for row in rows]
+    saved_name = f"cgr_ablations_paired-{names[1]}"  # iterative vs CGR, the first pairing saved
+    if rows != ("iterative", "cgr"):
+        saved_name += f"-vs-{rows[0]}"
     if not all(load_result(n) for n in names):
         return None
     if (saved := load_result(saved_name)) is not None and not refresh:
