@@ -50,6 +50,7 @@ TABLES = {
     "reader-budget": ["evidence.py", "--reader-table"],
     "chain-quality-dev": ["chain_quality.py", "--table"],
     "chain-quality-train": ["chain_quality.py", "--split", "train", "--table"],
+    "amr-parser": ["amr_parser.py", "--table"],
     "ircot": ["ircot.py", "--table", "--no-types", "--methods", "nor", "oner", "ircot", "beam", "chains",
               "ircot_chains"],
     "ircot-question-recall": ["ircot.py", "--table", "--question-recall", "2", "4", "6", "8", "10", "15"],
