@@ -120,6 +120,9 @@ SETTINGS = {
     # keep the gold fact better than the pool's equally many most similar facts (OBQA)
     "default_evidence_chains_5": {"merge_noun_roots": True, "chain_order": "open_book",
                                   "evidence_chains": 5},
+    # Ê from the best chain alone (the one the chains page shows first)
+    "default_evidence_chains_1": {"merge_noun_roots": True, "chain_order": "open_book",
+                                  "evidence_chains": 1},
 }  # fmt: skip
 
 
