@@ -142,8 +142,9 @@ def open_book_keys(config: dict) -> frozenset[str]:
     else its open book (none: the order is `relevance`)."""
     from cgr.data.corpus import text_keys
 
-    book = config["data"]["chains"].get("book") or config["data"]["retrieval"].get("open_book")
-    return text_keys(book if isinstance(book, list) else [book]) if book else frozenset()
+    chains = ChainConfig(chain_order="open_book", book=config["data"]["chains"].get("book"))
+    files = chains.book_files(config["data"]["retrieval"].get("open_book"))
+    return text_keys(files) if files else frozenset()
 
 
 def auc(right: list[float], wrong: list[float]) -> float:

@@ -104,6 +104,13 @@ class ChainConfig:
                 f"data.chains.max_link_share must be <= 1, not {self.max_link_share!r}"
             )
 
+    def book_files(self, open_book: str | None) -> list[str]:
+        """The files `chain_order: open_book` ranks by: `book`, else the retrieval's open book
+        (none: the order is `relevance`)."""
+        if self.chain_order != "open_book":
+            return []
+        return list(self.book or ([open_book] if open_book else []))
+
 
 def default_workers() -> int:
     """The cores this process may use (the CPU affinity, not every core of the machine)."""

@@ -181,10 +181,7 @@ class EvidencePipeline:
     def _chain_book_keys(self) -> frozenset[str]:
         """The book's facts as text keys, for `chains.chain_order: open_book`: `chains.book`,
         else the open book (none: the order is `relevance`)."""
-        if self.chains.chain_order != "open_book":
-            return frozenset()
-        book = self.retrieval.open_book
-        return self._keys_of(self.chains.book or ([book] if book else []))
+        return self._keys_of(self.chains.book_files(self.retrieval.open_book))
 
     def _keys_of(self, files: list[str]) -> frozenset[str]:
         if not files or not self._reads_pools():
