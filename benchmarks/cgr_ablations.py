@@ -9,6 +9,12 @@ so the table can be filled over several sessions; the table prints mean ± std o
     .venv/bin/python benchmarks/cgr_ablations.py --table
     .venv/bin/python benchmarks/cgr_ablations.py --dataset arc_challenge --rows iterative cgr
     .venv/bin/python benchmarks/cgr_ablations.py --train-questions 0 --lr 1e-4 --rows reader iterative
+    .venv/bin/python benchmarks/cgr_ablations.py --train-questions 0 --epochs 2 --seeds 1 --rows chains --dropout-seed 2
+
+`--dropout-seed N` repeats a row on the same seed (same initial weights, same training order)
+with other dropout draws (cgr.training.callbacks.DropoutSeed), saved under `...-s<seed>-d<N>`;
+the table prints each repeat beside its row, paired on dev questions: how far dropout noise
+alone moves a row.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import mechanism  # noqa: E402
 from benchmarks.common import (
+    RESULTS,
     ROOT,
     gold_split,
     load_result,
@@ -38,6 +45,7 @@ from benchmarks.common import (
 from cgr.training.cgr_module import GRADIENT_CLIPPING  # noqa: E402
 
 READER = "cgr.training.module.ReaderModule"
+DROPOUT_SEED = "cgr.training.callbacks.DropoutSeed"
 CGR = "cgr.training.cgr_module.CGRModule"
 LOSSES = ("use_supervised", "use_mle", "use_rl", "use_global")
 # row -> (label, model class, retrieval method, chains on, CGR losses switched off)
@@ -91,6 +99,10 @@ def row_config(base: dict, row: str, seed: int, budget: argparse.Namespace) -> d
         init.update({k: k not in off for k in LOSSES})
         init["gradient_clipping"] = budget.gradient_clipping
     config["model"] = {"class_path": model_class, "init_args": init}
+    if budget.dropout_seed is not None:  # a same-seed repeat: only the dropout draws differ
+        config["trainer"]["callbacks"].append(
+            {"class_path": DROPOUT_SEED, "init_args": {"seed": budget.dropout_seed}}
+        )
     data = config["data"]
     data["max_train_questions"] = budget.train_questions
     data["retrieval"]["method"] = method
@@ -113,7 +125,8 @@ def tag(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> str:
     reader = (
         "" if budget.reader == "minilm" else f"-{budget.reader}"
     )  # MiniLM rows keep their names
-    return f"cgr_ablations-{dataset}-{row}-q{budget.train_questions}-e{budget.epochs}-l{budget.max_length}{lr}{clip}{reader}-s{seed}"
+    repeat = "" if budget.dropout_seed is None else f"-d{budget.dropout_seed}"
+    return f"cgr_ablations-{dataset}-{row}-q{budget.train_questions}-e{budget.epochs}-l{budget.max_length}{lr}{clip}{reader}-s{seed}{repeat}"
 
 
 def learning_rate(text: str) -> str:
@@ -177,6 +190,8 @@ def main() -> None:
                              "(joint: the earlier CGR runs)")  # fmt: skip
     parser.add_argument("--reader", default="minilm", choices=["minilm", *READER_LR],
                         help="the reader (retriever and CGR's query encoder stay MiniLM)")  # fmt: skip
+    parser.add_argument("--dropout-seed", type=int, default=None,
+                        help="repeat the rows on the same seeds with other dropout draws")  # fmt: skip
     parser.add_argument("--force", action="store_true", help="re-run rows that have a result")
     parser.add_argument("--table", action="store_true", help="only print the table")
     args = parser.parse_args()
@@ -187,6 +202,7 @@ def main() -> None:
         lr=args.lr,
         gradient_clipping=args.gradient_clipping,
         reader=args.reader,
+        dropout_seed=args.dropout_seed,
     )
     base = train_config(CONFIGS[args.dataset])
     if budget.lr is None:  # the config's (or the reader's) rate names the results as --lr would
@@ -205,8 +221,10 @@ def main() -> None:
                 save_result(
                     name, {"row": ROWS[row][0], "seed": seed, "budget": vars(budget), **result}
                 )
+                if budget.dropout_seed is not None:  # the repeat against its row
+                    saved_repeat(base, args.dataset, row, seed, budget, refresh=True)
                 for pair in PAIRS:  # a re-run row's pairings are counted again
-                    if row in pair[:2]:
+                    if budget.dropout_seed is None and row in pair[:2]:
                         saved_pairing(base, args.dataset, seed, budget, pair[:2], refresh=True)
                 if ROWS[row][1] == CGR:  # the paper's Figure 4, on the encoder it trained
                     mechanism.saved_or_measured(best_checkpoint(name), args.dataset, table=False)
@@ -245,6 +263,9 @@ def main() -> None:
         if diff := seed_differences(by_seed.get(a, {}), by_seed.get(b, {}), margin):
             print(f"{SHORT[b]} - {SHORT[a]}, same seeds (points): {diff} (the paper: "
                   f"+{margin} {what}; same-seed runs differ in their dropout draws, so not paired)")  # fmt: skip
+    for row, seed in itertools.product(args.rows, args.seeds):
+        for repeat in repeats_of(args.dataset, row, seed, budget):
+            print(repeat_line(base, args.dataset, row, seed, budget, repeat))
     trained = [best_checkpoint(tag(args.dataset, row, seed, budget))
                for row in args.rows if ROWS[row][1] == CGR for seed in args.seeds]  # fmt: skip
     figure4 = mechanism.rows_for(trained, args.dataset, table=True)
@@ -263,6 +284,49 @@ def main() -> None:
             print(f"  by who read the gold fact (questions: right with {names[a]} / {names[b]}): " + ", ".join(
                 f"{label} {c[0]}: {c[1]} / {c[2]}" for key, label in cells.items()
                 if (c := by_gold.get(key))))  # fmt: skip
+
+
+def repeats_of(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> list[int]:
+    """The dropout seeds a row was repeated with on `seed` (saved results); none for a repeat."""
+    if budget.dropout_seed is not None:
+        return []
+    prefix = f"{tag(dataset, row, seed, budget)}-d"
+    found = (path.stem.removeprefix(prefix) for path in RESULTS.glob(f"{prefix}*.json"))
+    return sorted(int(d) for d in found if d.isdigit())
+
+
+def repeat_line(
+    base: dict, dataset: str, row: str, seed: int, budget: argparse.Namespace, dropout_seed: int
+) -> str:
+    """One row against its same-seed repeat: accuracies and the pairing on dev questions."""
+    repeat = argparse.Namespace(**{**vars(budget), "dropout_seed": dropout_seed})
+    first, second = (load_result(tag(dataset, row, seed, b)) for b in (budget, repeat))
+    line = (f"{ROWS[row][0]}, seed {seed}, repeated with other dropout draws (dropout seed "
+            f"{dropout_seed}): {100 * first['accuracy']:.1f} and {100 * second['accuracy']:.1f}, "
+            f"{100 * (second['accuracy'] - first['accuracy']):+.1f} points")  # fmt: skip
+    if paired := saved_repeat(base, dataset, row, seed, repeat):
+        line += (f"; paired on dev questions: {paired['a_only']} right only in the first run, "
+                 f"{paired['b_only']} only in the repeat, exact McNemar p = {paired['p']:.2f}")  # fmt: skip
+    return line
+
+
+def saved_repeat(
+    base: dict, dataset: str, row: str, seed: int, repeat: argparse.Namespace, refresh: bool = False
+) -> dict | None:
+    """A row and its repeat (`repeat.dropout_seed`), question by question, saved the first time
+    both runs' predictions are here (as saved_pairing)."""
+    first = tag(dataset, row, seed, argparse.Namespace(**{**vars(repeat), "dropout_seed": None}))
+    second = tag(dataset, row, seed, repeat)
+    saved_name = f"cgr_ablations_paired-{second}"
+    if (saved := load_result(saved_name)) is not None and not refresh:
+        return saved
+    if not (load_result(first) and load_result(second)):
+        return None
+    if not (paired := paired_counts(base, first, second)):
+        return saved
+    paired["by_gold"] = [[*key, *counts] for key, counts in sorted(paired["by_gold"].items())]
+    save_result(saved_name, {"a": first, "b": second, **paired})
+    return paired
 
 
 def best_checkpoint(name: str) -> Path:

@@ -1,12 +1,14 @@
 """Which saved pairing each comparison of benchmarks/cgr_ablations.py reads and writes: the
-first (iterative against CGR) keeps its name, the chain-loss one gets its own."""
+first (iterative against CGR) keeps its name, the chain-loss one gets its own; a same-seed
+repeat (`--dropout-seed`) trains the same config plus DropoutSeed and is paired with its row."""
 
 import argparse
+import json
 
 import benchmarks.cgr_ablations as ablations
 
 BUDGET = argparse.Namespace(train_questions=0, epochs=2, max_length=128, lr="1e-4",
-                            gradient_clipping="each", reader="minilm")  # fmt: skip
+                            gradient_clipping="each", reader="minilm", dropout_seed=None)  # fmt: skip
 
 
 def test_each_pair_is_counted_once_and_saved_under_its_own_name(monkeypatch):
@@ -41,3 +43,43 @@ def test_each_pair_is_counted_once_and_saved_under_its_own_name(monkeypatch):
     assert len(counted) == 2  # the second call of each pair reads the saved one
     # a pair with a run not saved yet has no pairing
     assert ablations.saved_pairing({}, "obqa", 2, BUDGET, ("no_chain_losses", "cgr")) is None
+
+
+def test_a_repeat_is_its_row_plus_a_dropout_seed_and_is_printed_paired_with_it(
+    monkeypatch, tmp_path
+):
+    base = {"seed_everything": 33, "trainer": {"callbacks": [{"class_path": "x"}]},
+            "model": {"init_args": {"lr": 1e-4}},
+            "data": {"retrieval": {}, "chains": {}}}  # fmt: skip
+    repeat = argparse.Namespace(**{**vars(BUDGET), "dropout_seed": 2})
+    plain, again = (ablations.row_config(base, "chains", 1, b) for b in (BUDGET, repeat))
+    assert again["trainer"]["callbacks"][:-1] == plain["trainer"]["callbacks"]
+    assert again["trainer"]["callbacks"][-1] == {
+        "class_path": "cgr.training.callbacks.DropoutSeed",
+        "init_args": {"seed": 2},
+    }
+    assert {k: v for k, v in again.items() if k != "trainer"} == {
+        k: v for k, v in plain.items() if k != "trainer"
+    }
+    first, second = (ablations.tag("obqa", "chains", 1, b) for b in (BUDGET, repeat))
+    assert second == f"{first}-d2"
+
+    monkeypatch.setattr(ablations, "RESULTS", tmp_path)
+    monkeypatch.setattr(
+        ablations, "load_result",
+        lambda name: json.loads(f.read_text()) if (f := tmp_path / f"{name}.json").exists() else None,
+    )  # fmt: skip
+    monkeypatch.setattr(
+        ablations, "save_result", lambda name, row: (tmp_path / f"{name}.json").write_text(json.dumps(row))
+    )  # fmt: skip
+    monkeypatch.setattr(ablations, "paired_counts",
+                        lambda base, a, b: {"a_only": 30, "b_only": 20, "p": 0.2, "by_gold": {}})  # fmt: skip
+    assert ablations.repeats_of("obqa", "chains", 1, BUDGET) == []
+    (tmp_path / f"{first}.json").write_text(json.dumps({"accuracy": 0.568}))
+    (tmp_path / f"{second}.json").write_text(json.dumps({"accuracy": 0.548}))
+    assert ablations.repeats_of("obqa", "chains", 1, BUDGET) == [2]
+    assert ablations.repeats_of("obqa", "chains", 1, repeat) == []  # a repeat has none
+    line = ablations.repeat_line(base, "obqa", "chains", 1, BUDGET, 2)
+    assert "56.8 and 54.8, -2.0 points" in line
+    assert "30 right only in the first run, 20 only in the repeat" in line
+    assert json.loads((tmp_path / f"cgr_ablations_paired-{second}.json").read_text())["a"] == first

@@ -1,5 +1,5 @@
-"""Callbacks: exact resumption of a killed run, the batch size ThroughputMonitor counts, and
-CGR's evidence refresh with its trained query encoder."""
+"""Callbacks: exact resumption of a killed run, other dropout draws for the same seed, the batch
+size ThroughputMonitor counts, and CGR's evidence refresh with its trained query encoder."""
 
 from __future__ import annotations
 
@@ -31,6 +31,25 @@ class RNGStateCheckpoint(pl.Callback):
         torch.set_rng_state(state["torch"])
         if state.get("cuda") and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class DropoutSeed(pl.Callback):
+    """Re-seeds the random draws made while training (dropout, and anything else drawn from the
+    global RNGs) as a fresh run starts, leaving what the run's seed already fixed: the weights
+    it initialised and the training order (QADataModule reads its seed at setup). Two runs of
+    one config that differ only in `seed` therefore differ only in those draws: how far dropout
+    noise alone moves a result. A resumed run keeps its checkpoint's RNG states
+    (RNGStateCheckpoint), so it goes on with the draws it had."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        if trainer.global_step > 0:  # resumed: the restored states continue the draws
+            return
+        random.seed(self.seed)
+        np.random.seed(self.seed % 2**32)
+        torch.manual_seed(self.seed)  # CUDA generators too
 
 
 def questions_in_batch(batch) -> int:

@@ -91,6 +91,15 @@ class QADataModule(pl.LightningDataModule):
         # or a snapshot's; EvidencePipeline.fingerprint_of): what the reader reads, checkable
         self.evidence_from: dict[str, str] = {}
         self._collate = _as_list
+        # the training order's seed, read at the first setup (after seed_everything, before a
+        # resume restores RNG states or cgr.training.callbacks.DropoutSeed re-seeds): the order
+        # depends on the run's seed alone
+        self._order_seed: int | None = None
+
+    @property
+    def order_seed(self) -> int:
+        """The seed of the training order: the one read at the first setup, else the current."""
+        return self._order_seed if self._order_seed is not None else torch.initial_seed() % 2**31
 
     def collate_with(self, collate) -> None:
         """What batches are made with (the reader module's `ReaderCollate`: its workers pack and
@@ -208,6 +217,7 @@ class QADataModule(pl.LightningDataModule):
         trainer = self.trainer
         if trainer is not None:  # each DDP rank retrieves its share on its own device
             self.pipeline.set_device(trainer.strategy.root_device)
+        self._order_seed = self.order_seed
         wanted = {"fit": ["train", "dev"], "validate": ["dev"], "predict": ["predict"]}.get(
             stage or "fit", ["train", "dev"]
         )
@@ -221,14 +231,18 @@ class QADataModule(pl.LightningDataModule):
         # the attached trainer decides, not an initialised process group: `cgr train` evaluates
         # on rank zero with a one-device Trainer after a DDP fit, and must score every question
         trainer = self.trainer  # None until a Trainer attaches the DataModule
+        # a loader's own generator: a new iterator (each epoch, each validation) then draws
+        # its workers' seed from it, not from the global RNG the model's dropout draws from, so
+        # a run resumed mid-epoch (a fresh iterator) draws what the unbroken run drew
         common = {"batch_size": batch_size, "num_workers": self.hparams.num_workers,
-                  "collate_fn": self._collate}  # fmt: skip
+                  "collate_fn": self._collate,
+                  "generator": torch.Generator().manual_seed(self.order_seed)}  # fmt: skip
         if trainer is None or (trainer.world_size == 1 and split != "train"):
             return DataLoader(self.splits[split], shuffle=shuffle, **common)
         # our own DistributedSampler subclass: Lightning keeps it under DDP (so `shuffle: false`
         # stays unshuffled), and a resumed run continues its training epoch where it stopped
         sampler = ResumableSampler(self.splits[split], trainer.world_size, trainer.global_rank,
-                                   shuffle, seed=torch.initial_seed() % 2**31)  # fmt: skip
+                                   shuffle, seed=self.order_seed)  # fmt: skip
         if split == "train":
             return ResumableLoader(self.splits[split], sampler=sampler, trainer=trainer, **common)
         return DataLoader(self.splits[split], sampler=sampler, **common)

@@ -1,5 +1,6 @@
 """ResumableSampler/ResumableLoader: a run killed part-way through an epoch and resumed from its
-last.ckpt trains on exactly the questions, in exactly the order, of a run never killed."""
+last.ckpt trains on exactly the questions, in exactly the order, of a run never killed; and
+DropoutSeed changes a run's random draws without changing that order."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import torch
 
 from cgr.chains.builder import ChainConfig
 from cgr.retrieval.factory import RetrievalConfig
+from cgr.training.callbacks import DropoutSeed, RNGStateCheckpoint
 from cgr.training.datamodule import QADataModule
 from cgr.training.sampling import ResumableSampler
 from tests.conftest import SAMPLE
@@ -19,24 +21,26 @@ class Killed(RuntimeError):
 
 
 class OrderRecorder(pl.LightningModule):
-    """Records the question ids of every training batch; raises after `kill_after` batches."""
+    """Records the question ids of every training batch and one draw from torch's RNG (what
+    dropout draws from); raises after `kill_after` batches."""
 
     def __init__(self, kill_after: int | None = None):
         super().__init__()
         self.weight = torch.nn.Parameter(torch.zeros(1))
-        self.kill_after, self.seen = kill_after, []
+        self.kill_after, self.seen, self.draws = kill_after, [], []
 
     def training_step(self, batch, batch_idx):
         if self.kill_after is not None and len(self.seen) == self.kill_after:
             raise Killed
         self.seen.append([ex.question_id for ex in batch])
+        self.draws.append(torch.rand(1).item())
         return (self.weight - 1.0).pow(2).sum()
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
-def _fit(tmp_path, module: OrderRecorder, ckpt_path=None) -> None:
+def _fit(tmp_path, module: OrderRecorder, ckpt_path=None, callbacks=()) -> None:
     pl.seed_everything(7)
     dm = QADataModule(
         train_file=str(SAMPLE / "train.jsonl"), dev_file=str(SAMPLE / "dev.jsonl"),
@@ -45,7 +49,7 @@ def _fit(tmp_path, module: OrderRecorder, ckpt_path=None) -> None:
     )  # fmt: skip
     every_two = pl.callbacks.ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True,
                                              every_n_train_steps=2, save_top_k=0)  # fmt: skip
-    trainer = pl.Trainer(max_epochs=3, limit_val_batches=0, callbacks=[every_two],
+    trainer = pl.Trainer(max_epochs=3, limit_val_batches=0, callbacks=[every_two, *callbacks],
                          logger=False, enable_progress_bar=False, enable_model_summary=False,
                          accelerator="cpu")  # fmt: skip
     trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path)
@@ -67,6 +71,33 @@ def test_a_resumed_run_trains_on_what_the_killed_run_had_left(tmp_path, kill_aft
     resumed = OrderRecorder()
     _fit(tmp_path / "parts", resumed, ckpt_path=tmp_path / "parts" / "ckpt" / "last.ckpt")
     assert killed.seen[:done] + resumed.seen == whole.seen
+
+
+def test_a_dropout_seed_changes_the_draws_and_keeps_the_order(tmp_path):
+    plain, other, again = OrderRecorder(), OrderRecorder(), OrderRecorder()
+    _fit(tmp_path / "plain", plain)
+    _fit(tmp_path / "other", other, callbacks=[DropoutSeed(5)])
+    _fit(tmp_path / "again", again, callbacks=[DropoutSeed(5)])
+    assert other.seen == plain.seen
+    assert other.draws != plain.draws
+    assert again.draws == other.draws
+
+
+@pytest.mark.parametrize("dropout_seed", [None, 5])
+def test_a_run_resumed_mid_epoch_draws_what_the_unbroken_run_drew(tmp_path, dropout_seed):
+    # a new loader iterator must not draw from the RNG dropout draws from (it did: the resumed
+    # run's draws ran one iterator creation ahead)
+    callbacks = [RNGStateCheckpoint()] + ([DropoutSeed(dropout_seed)] if dropout_seed else [])
+    whole = OrderRecorder()
+    _fit(tmp_path / "whole", whole, callbacks=callbacks)
+    killed = OrderRecorder(kill_after=7)
+    with pytest.raises(Killed):
+        _fit(tmp_path / "parts", killed, callbacks=callbacks)
+    done = torch.load(tmp_path / "parts" / "ckpt" / "last.ckpt", weights_only=False)["global_step"]
+    resumed = OrderRecorder()
+    _fit(tmp_path / "parts", resumed, tmp_path / "parts" / "ckpt" / "last.ckpt", callbacks)
+    assert killed.seen[:done] + resumed.seen == whole.seen
+    assert killed.draws[:done] + resumed.draws == whole.draws
 
 
 def test_set_epoch_keeps_the_resumed_epochs_skip_and_drops_it_for_the_next():
