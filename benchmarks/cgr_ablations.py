@@ -69,12 +69,16 @@ HISTORIC_LR = 5e-5
 PAPER_MARGIN = 1.6  # CGR 82.4 against DPR 80.8 on OBQA test, in points (the paper's Table 2)
 LOSS_MARGIN = 1.5  # CGR 79.70 against 78.20 without L_D on OBQA dev, in points (Table 4)
 # the comparisons the paper's claims are about: (row a, row b, b's margin over a in the paper,
-# over what)
+# over what); and, where the paper has no row, what reading the chains' facts (Ê) gives the
+# reader, and what CGR's training adds to that
 PAIRS = (
     ("iterative", "cgr", PAPER_MARGIN, "over DPR"),
     ("no_chain_losses", "cgr", LOSS_MARGIN, "on OBQA dev, four runs"),
+    ("iterative", "chains", None, ""),
+    ("chains", "cgr", None, ""),
 )
-SHORT = {"iterative": "iterative", "cgr": "CGR", "no_chain_losses": "CGR w/o L_D"}
+SHORT = {"iterative": "iterative", "cgr": "CGR", "no_chain_losses": "CGR w/o L_D",
+         "chains": "chains-only"}  # fmt: skip
 # the reader's default rate by reader (configs/model/reader_*.yaml); --lr overrides it
 READER_LR = {"mpnet": 5e-5}
 READER_ARGS = ("reader_model", "max_length", "lr", "weight_decay", "warmup_ratio")
@@ -125,7 +129,8 @@ def tag(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> str:
     reader = (
         "" if budget.reader == "minilm" else f"-{budget.reader}"
     )  # MiniLM rows keep their names
-    repeat = "" if budget.dropout_seed is None else f"-d{budget.dropout_seed}"
+    dropout_seed = getattr(budget, "dropout_seed", None)  # budgets written before repeats: none
+    repeat = "" if dropout_seed is None else f"-d{dropout_seed}"
     return f"cgr_ablations-{dataset}-{row}-q{budget.train_questions}-e{budget.epochs}-l{budget.max_length}{lr}{clip}{reader}-s{seed}{repeat}"
 
 
@@ -261,8 +266,9 @@ def main() -> None:
         print(f"CGR / reader-only training speed: {speeds['cgr'] / speeds['iterative']:.2f}")
     for a, b, margin, what in PAIRS:
         if diff := seed_differences(by_seed.get(a, {}), by_seed.get(b, {}), margin):
-            print(f"{SHORT[b]} - {SHORT[a]}, same seeds (points): {diff} (the paper: "
-                  f"+{margin} {what}; same-seed runs differ in their dropout draws, so not paired)")  # fmt: skip
+            paper = f"the paper: +{margin} {what}; " if margin is not None else ""
+            print(f"{SHORT[b]} - {SHORT[a]}, same seeds (points): {diff} ({paper}"
+                  "same-seed runs differ in their dropout draws, so not paired)")  # fmt: skip
     for row, seed in itertools.product(args.rows, args.seeds):
         for repeat in repeats_of(args.dataset, row, seed, budget):
             print(repeat_line(base, args.dataset, row, seed, budget, repeat))
@@ -270,6 +276,9 @@ def main() -> None:
                for row in args.rows if ROWS[row][1] == CGR for seed in args.seeds]  # fmt: skip
     figure4 = mechanism.rows_for(trained, args.dataset, table=True)
     if len(figure4) > 1:  # the base row alone says nothing about a run
+        if any(ROWS[row][1] == READER and ROWS[row][2] != "none" for row in args.rows):
+            # reader-only rows never train the retriever: their row is the base encoder's
+            figure4[0]["run"] += " (also the reader-only rows': their retriever stays frozen)"
         print()
         mechanism.print_rows(figure4)
     for (a, b, *_), seed in itertools.product(PAIRS, args.seeds):
@@ -288,7 +297,7 @@ def main() -> None:
 
 def repeats_of(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> list[int]:
     """The dropout seeds a row was repeated with on `seed` (saved results); none for a repeat."""
-    if budget.dropout_seed is not None:
+    if getattr(budget, "dropout_seed", None) is not None:
         return []
     prefix = f"{tag(dataset, row, seed, budget)}-d"
     found = (path.stem.removeprefix(prefix) for path in RESULTS.glob(f"{prefix}*.json"))

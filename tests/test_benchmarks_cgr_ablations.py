@@ -13,7 +13,8 @@ BUDGET = argparse.Namespace(train_questions=0, epochs=2, max_length=128, lr="1e-
 
 def test_each_pair_is_counted_once_and_saved_under_its_own_name(monkeypatch):
     runs = {
-        ablations.tag("obqa", row, 1, BUDGET) for row in ("iterative", "cgr", "no_chain_losses")
+        ablations.tag("obqa", row, 1, BUDGET)
+        for row in ("iterative", "chains", "cgr", "no_chain_losses")
     }
     saved, counted = {}, []
     monkeypatch.setattr(
@@ -33,14 +34,19 @@ def test_each_pair_is_counted_once_and_saved_under_its_own_name(monkeypatch):
         again = ablations.saved_pairing({}, "obqa", 1, BUDGET, (a, b))
         assert first["b_only"] == again["b_only"] == 5
     cgr = ablations.tag("obqa", "cgr", 1, BUDGET)
-    assert sorted(saved) == [
-        f"cgr_ablations_paired-{cgr}",
-        f"cgr_ablations_paired-{cgr}-vs-no_chain_losses",
-    ]
+    chains = ablations.tag("obqa", "chains", 1, BUDGET)
+    assert sorted(saved) == sorted(
+        [
+            f"cgr_ablations_paired-{chains}-vs-iterative",
+            f"cgr_ablations_paired-{cgr}",
+            f"cgr_ablations_paired-{cgr}-vs-chains",
+            f"cgr_ablations_paired-{cgr}-vs-no_chain_losses",
+        ]
+    )
     assert saved[f"cgr_ablations_paired-{cgr}-vs-no_chain_losses"]["a"].endswith(
         "no_chain_losses-q0-e2-l128-lr1e-4-clipeach-s1"
     )
-    assert len(counted) == 2  # the second call of each pair reads the saved one
+    assert len(counted) == 4  # the second call of each pair reads the saved one
     # a pair with a run not saved yet has no pairing
     assert ablations.saved_pairing({}, "obqa", 2, BUDGET, ("no_chain_losses", "cgr")) is None
 
