@@ -22,9 +22,11 @@ from __future__ import annotations
 import argparse
 import copy
 import itertools
+import math
 import statistics
 import sys
 from pathlib import Path
+from statistics import NormalDist
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -281,7 +283,7 @@ def main() -> None:
             figure4[0]["run"] += " (also the reader-only rows': their retriever stays frozen)"
         print()
         mechanism.print_rows(figure4)
-    for (a, b, *_), seed in itertools.product(PAIRS, args.seeds):
+    for (a, b, margin, _), seed in itertools.product(PAIRS, args.seeds):
         if paired := saved_pairing(base, args.dataset, seed, budget, (a, b)):
             names = {a: SHORT[a], b: SHORT[b]}
             print(f"seed {seed}, paired on dev questions: {names[a]} right where {names[b]} is "
@@ -293,6 +295,33 @@ def main() -> None:
             print(f"  by who read the gold fact (questions: right with {names[a]} / {names[b]}): " + ", ".join(
                 f"{label} {c[0]}: {c[1]} / {c[2]}" for key, label in cells.items()
                 if (c := by_gold.get(key))))  # fmt: skip
+            questions = dev_questions(args.dataset, a, seed, budget)
+            if margin is not None and questions:
+                discordant = paired["a_only"] + paired["b_only"]
+                print(f"  seeds to detect the paper's +{margin} (80 % power, p < 0.05, pairings "
+                      f"pooled over seeds, each with this seed's {discordant} questions in "
+                      f"disagreement): {seeds_needed(discordant, margin, questions)}")  # fmt: skip
+
+
+def seeds_needed(
+    discordant: int, margin: float, questions: int, power: float = 0.8, alpha: float = 0.05
+) -> int:
+    """How many seeds' paired dev comparisons, pooled, detect a true gap of `margin` points
+    with `power` at two-sided `alpha`, if each seed's two runs disagree on `discordant` of the
+    `questions` (McNemar's normal approximation: a seed adds margin% of the questions to the
+    net count and `discordant` to its variance). A floor: seeds share the dev questions, so
+    their pairings are not independent."""
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+    net = margin / 100 * questions
+    return math.ceil(z * z * discordant / (net * net))
+
+
+def dev_questions(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> int | None:
+    """The dev questions a saved run was scored on (None for runs saved without the count)."""
+    run = load_result(tag(dataset, row, seed, budget)) or {}
+    if run.get("n_gold_read") is None:
+        return None
+    return run["n_gold_read"] + run["n_gold_not_read"]
 
 
 def repeats_of(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> list[int]:

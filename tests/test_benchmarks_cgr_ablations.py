@@ -89,3 +89,11 @@ def test_a_repeat_is_its_row_plus_a_dropout_seed_and_is_printed_paired_with_it(
     assert "56.8 and 54.8, -2.0 points" in line
     assert "30 right only in the first run, 20 only in the repeat" in line
     assert json.loads((tmp_path / f"cgr_ablations_paired-{second}.json").read_text())["a"] == first
+
+
+def test_seeds_needed_follows_mcnemars_normal_approximation():
+    # z = 1.960 + 0.842; 2.802**2 * 98 / (1.5% of 500)**2 = 13.7
+    assert ablations.seeds_needed(98, 1.5, 500) == 14
+    assert ablations.seeds_needed(98, 3.0, 500) == 4  # twice the gap: a quarter of the seeds
+    assert ablations.seeds_needed(196, 1.5, 500) == 28  # twice the disagreement: twice the seeds
+    assert ablations.seeds_needed(98, 1.5, 500, power=0.5) == 7  # z = 1.960 alone
