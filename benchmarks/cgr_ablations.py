@@ -239,7 +239,7 @@ def main() -> None:
                     f"{name}: accuracy {result['accuracy']:.4f} in {result['minutes']:.1f} min",
                     flush=True,
                 )
-    table, speeds, measured, by_seed = [], {}, [], {}
+    table, speeds, measured, by_seed, notes = [], {}, [], {}, []
     for row in args.rows:
         runs = [r for s in args.seeds if (r := load_result(tag(args.dataset, row, s, budget)))]
         measured += runs
@@ -250,8 +250,13 @@ def main() -> None:
             if ROWS[row][1] == CGR:
                 label += f" (eval: {encoder} query encoder)"
             speeds[row] = statistics.mean(r["questions_per_s"] or float("nan") for r in group)
+            shared = [f"{label}, seed {r['seed']}: {r['note']}" for r in group if r.get("note")]
+            notes += shared
+            minutes = f"{statistics.mean(r['minutes'] for r in group):.1f}" + (
+                " *" if shared else ""
+            )
             table.append([label, mean_std([r["accuracy"] for r in group]), len(group), f"{speeds[row]:.2f}",
-                          f"{statistics.mean(r['minutes'] for r in group):.1f}", *gold_cells(group)])  # fmt: skip
+                          minutes, *gold_cells(group)])  # fmt: skip
         table += reread_rows(args.dataset, row, args.seeds, budget)
     print(f"{args.dataset} dev accuracy (%), {args.reader} reader, MiniLM retriever; budget: "
           f"{args.train_questions or 'all'} train questions x {args.epochs} epoch(s), max length {args.max_length}, "
@@ -264,6 +269,8 @@ def main() -> None:
     print_table(columns, table)
     if not table:
         print("(no row of this budget saved yet)")
+    for note in notes:  # rows whose minutes are not one run alone on the cores
+        print(f"* {note}")
     if "cgr" in speeds and "iterative" in speeds:
         print(f"CGR / reader-only training speed: {speeds['cgr'] / speeds['iterative']:.2f}")
     for a, b, margin, what in PAIRS:
