@@ -362,16 +362,7 @@ def saved_repeat(
     both runs' predictions are here (as saved_pairing)."""
     first = tag(dataset, row, seed, argparse.Namespace(**{**vars(repeat), "dropout_seed": None}))
     second = tag(dataset, row, seed, repeat)
-    saved_name = f"cgr_ablations_paired-{second}"
-    if (saved := load_result(saved_name)) is not None and not refresh:
-        return saved
-    if not (load_result(first) and load_result(second)):
-        return None
-    if not (paired := paired_counts(base, first, second)):
-        return saved
-    paired["by_gold"] = [[*key, *counts] for key, counts in sorted(paired["by_gold"].items())]
-    save_result(saved_name, {"a": first, "b": second, **paired})
-    return paired
+    return saved_or_paired(base, f"cgr_ablations_paired-{second}", first, second, refresh)
 
 
 def best_checkpoint(name: str) -> Path:
@@ -393,14 +384,22 @@ def saved_pairing(
     saved_name = f"cgr_ablations_paired-{names[1]}"  # iterative vs CGR, the first pairing saved
     if rows != ("iterative", "cgr"):
         saved_name += f"-vs-{rows[0]}"
-    if not all(load_result(n) for n in names):
+    return saved_or_paired(base, saved_name, *names, refresh)
+
+
+def saved_or_paired(
+    base: dict, saved_name: str, first: str, second: str, refresh: bool
+) -> dict | None:
+    """Two saved runs paired question by question: the saved pairing, else counted from their
+    predictions and saved (None until both runs are saved)."""
+    if not (load_result(first) and load_result(second)):
         return None
     if (saved := load_result(saved_name)) is not None and not refresh:
         return saved
-    if not (paired := paired_counts(base, *names)):
+    if not (paired := paired_counts(base, first, second)):
         return saved
     paired["by_gold"] = [[*key, *counts] for key, counts in sorted(paired["by_gold"].items())]
-    save_result(saved_name, {"a": names[0], "b": names[1], **paired})
+    save_result(saved_name, {"a": first, "b": second, **paired})
     return paired
 
 
