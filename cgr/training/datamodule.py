@@ -91,6 +91,9 @@ class QADataModule(pl.LightningDataModule):
         # or a snapshot's; EvidencePipeline.fingerprint_of): what the reader reads, checkable
         self.evidence_from: dict[str, str] = {}
         self._collate = _as_list
+        # the training loader and where a resumed run's epoch stands (see load_state_dict)
+        self._train_loader: ResumableLoader | None = None
+        self._train_position: dict | None = None
         # the training order's seed, read at the first setup (after seed_everything, before a
         # resume restores RNG states or cgr.training.callbacks.DropoutSeed re-seeds): the order
         # depends on the run's seed alone
@@ -244,8 +247,25 @@ class QADataModule(pl.LightningDataModule):
         sampler = ResumableSampler(self.splits[split], trainer.world_size, trainer.global_rank,
                                    shuffle, seed=self.order_seed)  # fmt: skip
         if split == "train":
-            return ResumableLoader(self.splits[split], sampler=sampler, trainer=trainer, **common)
+            loader = ResumableLoader(self.splits[split], sampler=sampler, trainer=trainer, **common)
+            if self._train_position:
+                loader.load_state_dict(self._train_position)
+            self._train_loader = loader
+            return loader
         return DataLoader(self.splits[split], sampler=sampler, **common)
+
+    # Where the training epoch stood, saved under the data module's key in the checkpoint too:
+    # Lightning restores that before it builds the train loader, but drops the loader's own
+    # state when configure_optimizers read `estimated_stepping_batches` first, as cgr's modules
+    # do (Lightning-AI/pytorch-lightning#20550): a resumed run then trained its epoch's first
+    # batches again instead of those it had left.
+    def state_dict(self) -> dict:
+        return {"train_position": self._train_loader.state_dict()} if self._train_loader else {}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._train_position = state.get("train_position")
+        if self._train_loader is not None and self._train_position:  # a loader built already
+            self._train_loader.load_state_dict(self._train_position)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", self.hparams.batch_size, self.hparams.shuffle)

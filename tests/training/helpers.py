@@ -71,3 +71,29 @@ class EvidenceProbe(pl.Callback):
     def on_validation_start(self, trainer, pl_module) -> None:
         if not trainer.sanity_checking:
             self._write(trainer, pl_module, "validation")
+
+
+class StopAtStep(pl.Callback):
+    """Ends the run (as a kill would) when it is about to train global step `step`."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if trainer.global_step == self.step:
+            raise SystemExit(9)
+
+
+def checkpoint_every_two_steps(config: Path, stop_at: int | None = None) -> Path:
+    """The config with last.ckpt written every 2 steps instead of every 10 minutes, and
+    optionally a StopAtStep: a kill at a known step."""
+    data = yaml.safe_load(config.read_text())
+    callbacks = data["trainer"]["callbacks"]
+    for cb in callbacks:
+        if cb.get("init_args", {}).get("train_time_interval"):
+            cb["init_args"].update(train_time_interval=None, every_n_train_steps=2)
+    if stop_at is not None:
+        callbacks.append({"class_path": "tests.training.helpers.StopAtStep",
+                          "init_args": {"step": stop_at}})  # fmt: skip
+    config.write_text(yaml.safe_dump(data))
+    return config

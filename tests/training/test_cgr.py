@@ -15,7 +15,7 @@ import torch
 from cgr.cli import main
 from cgr.errors import CGRError, ConfigError
 from tests.conftest import ROOT, SAMPLE
-from tests.training.helpers import tiny_config
+from tests.training.helpers import checkpoint_every_two_steps, tiny_config
 
 pytestmark = pytest.mark.slow  # real training / model loading; `-m "not slow"` skips
 
@@ -274,11 +274,7 @@ def test_two_process_ddp_matches_one_process(tmp_path):
 def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     config = tiny_config(tmp_path, "cgr.training.module.ReaderModule",
                          trainer_args={"max_epochs": 3, "limit_train_batches": 4, "limit_val_batches": 1})  # fmt: skip
-    for_callbacks = __import__("yaml").safe_load(config.read_text())
-    for cb in for_callbacks["trainer"]["callbacks"]:
-        if cb.get("init_args", {}).get("train_time_interval"):  # last.ckpt every 2 steps instead
-            cb["init_args"].update(train_time_interval=None, every_n_train_steps=2)
-    config.write_text(__import__("yaml").safe_dump(for_callbacks))
+    checkpoint_every_two_steps(config)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "offline", "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "cgr.cli", "train", "--config", str(config)]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -303,6 +299,37 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     final = torch.load(last, map_location="cpu", weights_only=False)
     assert final["global_step"] == 12 and final["epoch"] == 2
     assert final["optimizer_states"] and final["lr_schedulers"]
+
+
+def test_cgr_run_stopped_mid_epoch_and_resumed_ends_with_the_unbroken_runs_weights(tmp_path):
+    """Dropout on, the evidence refreshed between the epochs: stopped after step 3 of 8 (last.ckpt
+    at step 2), the resumed run must train the batches the stopped one had left, with its RNG
+    draws, optimizer and schedule, and end bit for bit where the unbroken run ends."""
+
+    def config(name: str, stop_at: int | None = None):
+        (tmp_path / name).mkdir(exist_ok=True)
+        trainer_args = {"max_epochs": 2, "limit_train_batches": 4, "limit_val_batches": 1}
+        return checkpoint_every_two_steps(
+            tiny_config(tmp_path / name, CGR, trainer_args=trainer_args), stop_at
+        )
+
+    assert run_cli(config("whole")).returncode == 0
+    stopped = run_cli(config("parts", stop_at=3))
+    assert stopped.returncode != 0
+    last = tmp_path / "parts" / "ckpt" / "last.ckpt"
+    assert torch.load(last, map_location="cpu", weights_only=False)["global_step"] == 2
+    resumed = run_cli(config("parts"))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Restoring states from the checkpoint path" in resumed.stderr + resumed.stdout
+    whole = torch.load(
+        tmp_path / "whole" / "ckpt" / "last.ckpt", map_location="cpu", weights_only=False
+    )
+    parts = torch.load(last, map_location="cpu", weights_only=False)
+    assert parts["global_step"] == whole["global_step"] == 8
+    differing = [
+        k for k, v in whole["state_dict"].items() if not torch.equal(v, parts["state_dict"][k])
+    ]
+    assert not differing, f"{len(differing)} tensors differ, e.g. {differing[:3]}"
 
 
 @pytest.mark.parametrize(

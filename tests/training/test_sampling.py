@@ -37,6 +37,9 @@ class OrderRecorder(pl.LightningModule):
         return (self.weight - 1.0).pow(2).sum()
 
     def configure_optimizers(self):
+        # as cgr's modules do for their warm-up schedule: this builds the train loader before
+        # the checkpoint's loops are restored (Lightning then never loads a loader's state)
+        assert self.trainer.estimated_stepping_batches > 0
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
