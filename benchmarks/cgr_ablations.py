@@ -35,6 +35,7 @@ from benchmarks.common import (
     RESULTS,
     ROOT,
     gold_split,
+    keep_answers,
     load_result,
     machines,
     paired_counts,
@@ -223,6 +224,7 @@ def main() -> None:
                 config = row_config(base, row, seed, budget)
                 result = run_training(config, name)
                 result.update(gold_split(config, name))
+                keep_answers(config, name)  # pairings with rows run on other machines
                 if ROWS[row][1] == CGR:  # `cgr train` evaluates with the default encoder choice;
                     result["query_encoder"] = "auto"  # saved results without the key: "trained"
                 save_result(

@@ -108,24 +108,47 @@ def gold_split(config: dict, name: str) -> dict:
     return accuracy_split(preds, gold) if gold and preds else {}
 
 
+def dev_answers(config: dict, name: str) -> dict[str, list] | None:
+    """A finished run's dev answers by question id: [right, whether the answer choice's facts as
+    read hold a gold fact (None where dev names none)]. Counted from its predictions where they
+    are on this machine (checkpoints/bench/NAME), else the copy `keep_answers` saved beside its
+    result, so runs made on different machines can still be paired; None where neither is."""
+    if preds := predictions_of(name):
+        gold, answers = dev_gold(config), {}
+        for line in preds.read_text().splitlines():
+            r = json.loads(line)
+            known = r["id"] in gold and r["answer"] is not None
+            answers[r["id"]] = [
+                bool(r["correct"]),
+                answer_read(r, gold[r["id"]]) if known else None,
+            ]
+        return answers
+    saved = load_result(f"answers-{name}")
+    return saved["answers"] if saved else None
+
+
+def keep_answers(config: dict, name: str) -> None:
+    """Save a finished run's dev answers (ids and booleans, no question text) with the results:
+    its predictions stay under checkpoints/, which a fresh machine does not have."""
+    if (answers := dev_answers(config, name)) is not None:
+        save_result(f"answers-{name}", {"run": name, "answers": answers})
+
+
 def paired_counts(config: dict, name_a: str, name_b: str) -> dict | None:
-    """Two finished runs' dev predictions compared question by question: `a_only` / `b_only`
+    """Two finished runs' dev answers compared question by question: `a_only` / `b_only`
     (right in one run, wrong in the other), the exact two-sided McNemar `p`, and `by_gold`:
     for (a read the gold fact, b read it), [questions, right in a, right in b]. Seeds of one row
     spread by several points, so a paired count says more than the means; None where a run's
-    predictions are not on this machine."""
-    found = [predictions_of(n) for n in (name_a, name_b)]
-    if None in found:
+    answers are neither here nor saved."""
+    runs = [dev_answers(config, n) for n in (name_a, name_b)]
+    if None in runs:
         return None
-    runs = [
-        {(r := json.loads(line))["id"]: r for line in f.read_text().splitlines()} for f in found
-    ]
-    gold, by_gold, a_only, b_only = dev_gold(config), {}, 0, 0
+    by_gold, a_only, b_only = {}, 0, 0
     for q in runs[0].keys() & runs[1].keys():
-        a, b = (bool(run[q]["correct"]) for run in runs)
+        (a, a_read), (b, b_read) = runs[0][q], runs[1][q]
         a_only, b_only = a_only + (a and not b), b_only + (b and not a)
-        if q in gold and runs[0][q]["answer"] is not None:
-            key = tuple(answer_read(run[q], gold[q]) for run in runs)
+        if a_read is not None and b_read is not None:
+            key = (a_read, b_read)
             by_gold[key] = [
                 sum(x) for x in zip(by_gold.get(key, [0, 0, 0]), (1, a, b), strict=True)
             ]

@@ -53,3 +53,39 @@ def test_train_speed_times_the_precision_cgr_train_would_use(native, expected, m
         assert train_speed.row_config(base, "cgr", args)["trainer"]["precision"] == expected
     args.precision = "32-true"
     assert train_speed.row_config(base, "reader", args)["trainer"]["precision"] == "32-true"
+
+
+def test_runs_pair_from_their_kept_answers_once_their_predictions_are_gone(monkeypatch, tmp_path):
+    import json
+    import shutil
+
+    from benchmarks import common
+
+    monkeypatch.setattr(common, "ROOT", tmp_path)
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(common, "dev_gold", lambda config: {"q1": {"plants need light"}})
+
+    def predictions(name: str, right: list[bool], fact: str) -> None:
+        folder = tmp_path / "checkpoints" / "bench" / name
+        folder.mkdir(parents=True)
+        rows = [{"id": q, "answer": "A", "predicted": "A" if ok else "B", "correct": ok,
+                 "choices": [{"label": "A", "facts": [{"text": fact}]}]}
+                for q, ok in zip(("q1", "q2", "q3"), right, strict=True)]  # fmt: skip
+        (folder / "predictions-dev.jsonl").write_text("\n".join(map(json.dumps, rows)))
+
+    predictions("a", [True, True, False], "Plants need light")
+    predictions("b", [False, True, True], "rocks are hard")
+    counted = common.paired_counts({}, "a", "b")
+    assert (counted["a_only"], counted["b_only"]) == (1, 1)
+    assert counted["by_gold"] == {(True, False): [1, 1, 0]}  # q1: only a read its gold fact
+    assert common.paired_counts({}, "a", "c") is None  # c: neither predictions nor answers
+
+    for name in ("a", "b"):
+        common.keep_answers({}, name)
+    shutil.rmtree(tmp_path / "checkpoints")  # a fresh machine
+    assert common.paired_counts({}, "a", "b") == counted
+    saved = json.loads((tmp_path / "results" / "answers-a.json").read_text())
+    assert saved == {
+        "run": "a",
+        "answers": {"q1": [True, True], "q2": [True, None], "q3": [False, None]},
+    }
