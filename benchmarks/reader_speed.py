@@ -101,10 +101,10 @@ def main() -> None:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     rows = []
     for length in args.lengths:
-        seconds = timed_steps(args.model, length, args.batch_size, args.steps, device) * args.steps
+        per_step = timed_steps(args.model, length, args.batch_size, args.steps, device)
         gpu_mb = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else float("nan")
-        rows.append([args.model, length, args.batch_size, seconds / args.steps,
-                     args.batch_size * args.steps / seconds, peak_rss_mb(), gpu_mb])  # fmt: skip
+        rows.append([args.model, length, args.batch_size, per_step,
+                     args.batch_size / per_step, peak_rss_mb(), gpu_mb])  # fmt: skip
     save_result("reader_speed", {"machine": machine(), "rows": rows})
     print(f"reader training (fwd + bwd + AdamW), 4 choices; {machine()}")
     print_table(
