@@ -88,7 +88,7 @@ class EvidenceRefresh(pl.Callback):
 
     def on_train_start(self, trainer, pl_module) -> None:
         datamodule = self._datamodule(trainer)
-        snapshot = pl_module.evidence_snapshot_encoder()
+        snapshot = pl_module.refresh_snapshot_encoder()
         if datamodule is None or snapshot is None:
             return  # a fresh run: the setup's pools come from the base encoder, as they should
         fingerprint = datamodule.pipeline.fingerprint_of(snapshot)

@@ -35,6 +35,7 @@ from cgr.validation import positive
 
 GRADIENT_CLIPPING = ("each", "joint")
 EVIDENCE_SNAPSHOT = "cgr_evidence_query_encoder"  # checkpoint key of the evidence snapshot
+REFRESH_SNAPSHOT = "cgr_refresh_query_encoder"  # a refresh newer than the reader's epoch
 
 
 @functools.lru_cache(maxsize=2**16)
@@ -130,40 +131,62 @@ class CGRModule(ReaderModule):
         self.sep = sep or "[SEP]"
         self._facts = None  # FactVectors over the embedding cache, set at fit start
         # the query encoder's weights at the last evidence refresh (None: the base encoder's
-        # evidence); a plain dict of CPU tensors, so not in the state dict nor the optimiser
+        # evidence); a plain dict of CPU tensors, so not in the state dict nor the optimiser.
+        # `_reader_snapshot` is the one the reader's last training epoch read: a refresh runs
+        # at an epoch's end, before that epoch's checkpoint is written, so the two differ
+        # until the next epoch starts, and the epoch's checkpoint must be scored on the older
         self._evidence_snapshot: dict[str, torch.Tensor] | None = None
-        self.__dict__["_snapshot_encoder"] = None  # not a registered submodule
+        self._reader_snapshot: dict[str, torch.Tensor] | None = None
+        self.__dict__["_snapshot_encoders"] = {}  # id(snapshot) -> frozen copy, not submodules
 
     # --- the evidence snapshot ---------------------------------------------------------------
     def take_evidence_snapshot(self) -> None:
         """Keep the current query encoder as the one the next epoch's evidence comes from."""
         state = self.query_encoder.state_dict()
         self._evidence_snapshot = {k: v.detach().to("cpu", copy=True) for k, v in state.items()}
-        self.__dict__["_snapshot_encoder"] = None
 
     @property
     def has_evidence_snapshot(self) -> bool:
         return self._evidence_snapshot is not None
 
-    def evidence_snapshot_encoder(self):
-        """A frozen copy of the query encoder at the last refresh, or None before any."""
-        if self._evidence_snapshot is None:
+    def on_train_epoch_start(self) -> None:
+        # from here on the reader trains on the last refresh's evidence
+        self._reader_snapshot = self._evidence_snapshot
+
+    def _snapshot_encoder(self, snapshot: dict[str, torch.Tensor] | None):
+        if snapshot is None:
             return None
-        if self.__dict__["_snapshot_encoder"] is None:
+        cache = self.__dict__["_snapshot_encoders"]
+        if id(snapshot) not in cache:
+            cache.clear()  # the older snapshot is not asked for again
             encoder = copy.deepcopy(self.query_encoder)
-            encoder.load_state_dict(self._evidence_snapshot)
-            self.__dict__["_snapshot_encoder"] = encoder.eval().requires_grad_(False)
-        return self.__dict__["_snapshot_encoder"]
+            encoder.load_state_dict(snapshot)
+            cache[id(snapshot)] = encoder.eval().requires_grad_(False)
+        return cache[id(snapshot)]
+
+    def evidence_snapshot_encoder(self):
+        """A frozen copy of the query encoder the reader's last training epoch read evidence
+        from (what this checkpoint's val/acc was measured on, and what `cgr eval` auto
+        retrieves with), or None: the base encoder's evidence."""
+        return self._snapshot_encoder(self._reader_snapshot)
+
+    def refresh_snapshot_encoder(self):
+        """A frozen copy of the query encoder at the last refresh (the evidence the next epoch
+        trains on: what a resumed run re-retrieves with), or None before any refresh."""
+        return self._snapshot_encoder(self._evidence_snapshot)
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         super().on_save_checkpoint(checkpoint)
-        if self._evidence_snapshot is not None:
-            checkpoint[EVIDENCE_SNAPSHOT] = self._evidence_snapshot
+        if self._reader_snapshot is not None:
+            checkpoint[EVIDENCE_SNAPSHOT] = self._reader_snapshot
+        if self._evidence_snapshot is not self._reader_snapshot:
+            checkpoint[REFRESH_SNAPSHOT] = self._evidence_snapshot
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         super().on_load_checkpoint(checkpoint)
-        self._evidence_snapshot = checkpoint.get(EVIDENCE_SNAPSHOT)
-        self.__dict__["_snapshot_encoder"] = None
+        self._reader_snapshot = checkpoint.get(EVIDENCE_SNAPSHOT)
+        self._evidence_snapshot = checkpoint.get(REFRESH_SNAPSHOT, self._reader_snapshot)
+        self.__dict__["_snapshot_encoders"] = {}
 
     # --- helpers ---------------------------------------------------------------------------
     def on_fit_start(self) -> None:

@@ -58,7 +58,7 @@ class EvidenceProbe(pl.Callback):
     def _write(self, trainer, pl_module, when: str) -> None:
         from cgr.evidence.pipeline import EvidencePipeline
 
-        snapshot = pl_module.evidence_snapshot_encoder()
+        snapshot = pl_module.refresh_snapshot_encoder()  # the last refresh's: what is read now
         row = {"when": when, "epoch": pl_module.current_epoch,
                "evidence_from": dict(trainer.datamodule.evidence_from),
                "snapshot": snapshot and EvidencePipeline.fingerprint_of(snapshot)}  # fmt: skip

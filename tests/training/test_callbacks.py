@@ -54,11 +54,11 @@ def test_a_resumed_run_re_retrieves_with_the_checkpoint_snapshot():
         evidence_from={"train": "base", "dev": "base"},
     )
     trainer = SimpleNamespace(datamodule=datamodule)
-    resumed = SimpleNamespace(evidence_snapshot_encoder=lambda: "snapshot")
+    resumed = SimpleNamespace(refresh_snapshot_encoder=lambda: "snapshot")
     EvidenceRefresh(1).on_train_start(trainer, resumed)
     assert calls == [("snapshot", ["train", "dev"])]
     datamodule.evidence_from = {"train": "hash-of-snapshot", "dev": "hash-of-snapshot"}
     EvidenceRefresh(1).on_train_start(trainer, resumed)
-    fresh = SimpleNamespace(evidence_snapshot_encoder=lambda: None)
+    fresh = SimpleNamespace(refresh_snapshot_encoder=lambda: None)
     EvidenceRefresh(1).on_train_start(trainer, fresh)
     assert len(calls) == 1

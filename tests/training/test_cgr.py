@@ -361,6 +361,12 @@ def _deterministic_cgr(tmp_path, epochs: int, losses: bool):
     raw = __import__("yaml").safe_load(config.read_text())
     raw["trainer"]["callbacks"].append({"class_path": "tests.training.helpers.EvidenceProbe",
                                         "init_args": {"path": str(probe)}})  # fmt: skip
+    # every epoch's checkpoint too, as best.ckpt is when a later epoch does not beat it (its own
+    # monitor and mode: Lightning needs each ModelCheckpoint's state key to differ)
+    raw["trainer"]["callbacks"].append({"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
+                                        "init_args": {"dirpath": str(tmp_path / "ckpt"), "filename": "each-{epoch}",
+                                                      "save_top_k": -1, "save_weights_only": True,
+                                                      "monitor": "val/acc", "mode": "min"}})  # fmt: skip
     config.write_text(__import__("yaml").safe_dump(raw))
     assert main(["train", "--config", str(config)]) == 0
     predictions = tmp_path / "ckpt" / "predictions-dev.jsonl"
@@ -386,7 +392,7 @@ def test_one_epoch_chain_losses_cannot_reach_the_reader(tmp_path):
 def test_two_epochs_read_and_evaluate_the_trained_encoder_evidence(tmp_path):
     """After epoch 1 the encoder the chain losses trained re-retrieves train and dev: epoch 2
     trains on that evidence, its validation reads dev from the same snapshot, and `cgr eval`
-    (auto) retrieves with the snapshot saved in the checkpoint."""
+    (auto) retrieves with the snapshot the checkpoint's reader read."""
     import cgr
 
     _, probe = _deterministic_cgr(tmp_path, 2, True)
@@ -400,5 +406,9 @@ def test_two_epochs_read_and_evaluate_the_trained_encoder_evidence(tmp_path):
     last = tmp_path / "ckpt" / "last.ckpt"
     predictor = cgr.Predictor.from_checkpoint(last)
     assert predictor.pipeline.query_fingerprint() == snapshot
+    # epoch 1's checkpoint is written after the refresh, and its reader read the base encoder's
+    # evidence: scored on the base encoder's (its val/acc), not on the newer snapshot's
+    first = cgr.Predictor.from_checkpoint(tmp_path / "ckpt" / "each-epoch=0.ckpt")
+    assert first.pipeline.query_fingerprint() == "base"
     trained = cgr.Predictor.from_checkpoint(last, query_encoder="trained")
     assert trained.pipeline.query_fingerprint() not in (snapshot, "base")  # trained further
