@@ -137,7 +137,7 @@ class CGRModule(ReaderModule):
         # until the next epoch starts, and the epoch's checkpoint must be scored on the older
         self._evidence_snapshot: dict[str, torch.Tensor] | None = None
         self._reader_snapshot: dict[str, torch.Tensor] | None = None
-        self.__dict__["_snapshot_encoders"] = {}  # id(snapshot) -> frozen copy, not submodules
+        self.__dict__["_snapshot_copy"] = (None, None)  # (snapshot, frozen copy): no submodule
 
     # --- the evidence snapshot ---------------------------------------------------------------
     def take_evidence_snapshot(self) -> None:
@@ -156,13 +156,13 @@ class CGRModule(ReaderModule):
     def _snapshot_encoder(self, snapshot: dict[str, torch.Tensor] | None):
         if snapshot is None:
             return None
-        cache = self.__dict__["_snapshot_encoders"]
-        if id(snapshot) not in cache:
-            cache.clear()  # the older snapshot is not asked for again
+        kept, encoder = self.__dict__["_snapshot_copy"]
+        if kept is not snapshot:  # one copy kept; holding the dict keeps `is` sound
             encoder = copy.deepcopy(self.query_encoder)
             encoder.load_state_dict(snapshot)
-            cache[id(snapshot)] = encoder.eval().requires_grad_(False)
-        return cache[id(snapshot)]
+            encoder = encoder.eval().requires_grad_(False)
+            self.__dict__["_snapshot_copy"] = (snapshot, encoder)
+        return encoder
 
     def evidence_snapshot_encoder(self):
         """A frozen copy of the query encoder the reader's last training epoch read evidence
@@ -186,7 +186,7 @@ class CGRModule(ReaderModule):
         super().on_load_checkpoint(checkpoint)
         self._reader_snapshot = checkpoint.get(EVIDENCE_SNAPSHOT)
         self._evidence_snapshot = checkpoint.get(REFRESH_SNAPSHOT, self._reader_snapshot)
-        self.__dict__["_snapshot_encoders"] = {}
+        self.__dict__["_snapshot_copy"] = (None, None)
 
     # --- helpers ---------------------------------------------------------------------------
     def on_fit_start(self) -> None:
