@@ -134,7 +134,7 @@ class CGRModule(ReaderModule):
         # evidence); a plain dict of CPU tensors, so not in the state dict nor the optimiser.
         # `_reader_snapshot` is the one the reader's last training epoch read: a refresh runs
         # at an epoch's end, before that epoch's checkpoint is written, so the two differ
-        # until the next epoch starts, and the epoch's checkpoint must be scored on the older
+        # until the next epoch starts, and the epoch's checkpoint must be scored on the older one
         self._evidence_snapshot: dict[str, torch.Tensor] | None = None
         self._reader_snapshot: dict[str, torch.Tensor] | None = None
         self.__dict__["_snapshot_copy"] = (None, None)  # (snapshot, frozen copy): no submodule
