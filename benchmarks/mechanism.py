@@ -107,6 +107,10 @@ def rows_for(checkpoints: list[Path], dataset: str, table: bool) -> list[dict]:
 
 
 def print_rows(rows: list[dict]) -> None:
+    rows = [r for r in rows if r["questions"]]
+    if not rows:  # a dev file without gold facts (ARC's jsonl carries none) has no Figure 4
+        print("Figure 4 not measured: the dev file's questions carry no gold fact")
+        return
     print(f"The gold fact retrieved by each hypothesis (the query encoder's first hop, top {TOP}; "
           "% of dev questions; incorrect: mean over a question's incorrect hypotheses)")  # fmt: skip
     cells = ["correct_top15", "incorrect_top15", "correct_rank1", "incorrect_rank1"]
