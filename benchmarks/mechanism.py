@@ -69,13 +69,18 @@ def gold_retrieval(retriever, questions) -> dict:
 
 def measure(checkpoint: Path, encoder: str) -> dict:
     from cgr.api import Predictor
+    from cgr.data.gold import attach_gold_facts
     from cgr.data.loaders import load_multiple_choice
     from cgr.pretrained.source import data_settings
     from cgr.training.checkpoints import read_checkpoint
 
-    dev_file = data_settings(read_checkpoint(checkpoint))["dev_file"]
+    settings = data_settings(read_checkpoint(checkpoint))
+    dev_file = settings["dev_file"]
+    questions = load_multiple_choice(dev_file)
+    if files := settings.get("gold_facts_files"):  # ARC's gold facts live beside its records
+        attach_gold_facts(questions, [str(f) for f in files])
     predictor = Predictor.from_checkpoint(checkpoint, query_encoder=encoder)
-    result = gold_retrieval(predictor.pipeline.retriever, load_multiple_choice(dev_file))
+    result = gold_retrieval(predictor.pipeline.retriever, questions)
     # the base row is every run's: its checkpoint only lent the retrieval settings
     where = "checkpoint" if encoder == "trained" else "settings_from"
     return {where: str(checkpoint), "encoder": encoder, "dev_file": str(dev_file),
@@ -108,8 +113,8 @@ def rows_for(checkpoints: list[Path], dataset: str, table: bool) -> list[dict]:
 
 def print_rows(rows: list[dict]) -> None:
     rows = [r for r in rows if r["questions"]]
-    if not rows:  # a dev file without gold facts (ARC's jsonl carries none) has no Figure 4
-        print("Figure 4 not measured: the dev file's questions carry no gold fact")
+    if not rows:  # ARC dev records carry no gold fact of their own (the gold split reads WorldTree)
+        print("Figure 4 not measured: the dev records carry no gold fact of their own")
         return
     print(f"The gold fact retrieved by each hypothesis (the query encoder's first hop, top {TOP}; "
           "% of dev questions; incorrect: mean over a question's incorrect hypotheses)")  # fmt: skip
