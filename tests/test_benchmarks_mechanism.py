@@ -1,7 +1,7 @@
 """The paper's Figure-4 measure (benchmarks/mechanism.py) on a hand-built corpus: which
 hypotheses retrieve the gold fact, with the real MiniLM encoder and FAISS."""
 
-from benchmarks.mechanism import gold_retrieval
+from benchmarks.mechanism import gold_retrieval, print_rows
 from cgr.data.corpus import Corpus
 from cgr.data.records import Choice, Question
 from cgr.retrieval.dense import BeamIterativeRetriever, SearchSource
@@ -42,3 +42,9 @@ def test_the_right_hypothesis_retrieves_the_gold_fact_first(encoder):
     # (24 facts), but not first: the paper's Figure 4 measures exactly this gap
     assert result["incorrect_top15"] == 100.0
     assert result["incorrect_rank1"] < 100.0
+
+
+def test_rows_without_gold_questions_are_left_out_not_crashed_on(capsys):
+    # a dev file whose records and gold files name no gold fact measures 0 questions
+    print_rows([{"run": "base encoder", "questions": 0}])
+    assert "Figure 4 not measured" in capsys.readouterr().out
