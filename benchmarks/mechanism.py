@@ -113,8 +113,8 @@ def rows_for(checkpoints: list[Path], dataset: str, table: bool) -> list[dict]:
 
 def print_rows(rows: list[dict]) -> None:
     rows = [r for r in rows if r["questions"]]
-    if not rows:  # ARC dev records carry no gold fact of their own (the gold split reads WorldTree)
-        print("Figure 4 not measured: the dev records carry no gold fact of their own")
+    if not rows:  # no dev question names a gold fact, in its record or in data.gold_facts_files
+        print("Figure 4 not measured: no dev question names a gold fact")
         return
     print(f"The gold fact retrieved by each hypothesis (the query encoder's first hop, top {TOP}; "
           "% of dev questions; incorrect: mean over a question's incorrect hypotheses)")  # fmt: skip
