@@ -17,7 +17,7 @@ def run_chromium(
     """The DOM after `budget_ms` of virtual time, and the console errors, of a file or URL."""
     if CHROMIUM is None:
         pytest.fail(
-            "Chromium is not installed: .ci/run installs Debian's chromium (apt-get install chromium)"
+            "Chromium is not installed: scripts/test.sh installs it (scripts/setup_browser.sh)"
         )
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
