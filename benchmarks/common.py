@@ -85,15 +85,23 @@ def accuracy_split(predictions: Path, dev_gold: dict[str, set[str]]) -> dict:
             "top_position_share": 100 * max(positions.values()) / len(rows)}  # fmt: skip
 
 
-def dev_gold(config: dict) -> dict[str, set[str]]:
-    """The dev file's gold facts by question id (OBQA's `fact1`, or `data.gold_facts_files`)."""
+def dev_questions(data: dict) -> list:
+    """A data config's dev questions with their gold facts (OBQA's `fact1`, or
+    `gold_facts_files`: ARC's WorldTree explanations live beside its records)."""
     from cgr.data.gold import attach_gold_facts
     from cgr.data.loaders import load_multiple_choice
+
+    questions = load_multiple_choice(ROOT / data["dev_file"])
+    if files := data.get("gold_facts_files"):
+        attach_gold_facts(questions, [str(ROOT / f) for f in files])
+    return questions
+
+
+def dev_gold(config: dict) -> dict[str, set[str]]:
+    """The dev file's gold facts by question id."""
     from cgr.evidence.selection import text_key
 
-    questions = load_multiple_choice(ROOT / config["data"]["dev_file"])
-    if files := config["data"].get("gold_facts_files"):
-        attach_gold_facts(questions, [str(ROOT / f) for f in files])
+    questions = dev_questions(config["data"])
     return {q.id: {text_key(g) for g in q.gold_facts} for q in questions if q.gold_facts}
 
 

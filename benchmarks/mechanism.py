@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import load_result, machine, print_table, save_result  # noqa: E402
+from benchmarks.common import dev_questions, load_result, machine, print_table, save_result  # noqa: E402
 
 TOP = 15
 
@@ -69,18 +69,13 @@ def gold_retrieval(retriever, questions) -> dict:
 
 def measure(checkpoint: Path, encoder: str) -> dict:
     from cgr.api import Predictor
-    from cgr.data.gold import attach_gold_facts
-    from cgr.data.loaders import load_multiple_choice
     from cgr.pretrained.source import data_settings
     from cgr.training.checkpoints import read_checkpoint
 
     settings = data_settings(read_checkpoint(checkpoint))
     dev_file = settings["dev_file"]
-    questions = load_multiple_choice(dev_file)
-    if files := settings.get("gold_facts_files"):  # ARC's gold facts live beside its records
-        attach_gold_facts(questions, [str(f) for f in files])
     predictor = Predictor.from_checkpoint(checkpoint, query_encoder=encoder)
-    result = gold_retrieval(predictor.pipeline.retriever, questions)
+    result = gold_retrieval(predictor.pipeline.retriever, dev_questions(settings))
     # the base row is every run's: its checkpoint only lent the retrieval settings
     where = "checkpoint" if encoder == "trained" else "settings_from"
     return {where: str(checkpoint), "encoder": encoder, "dev_file": str(dev_file),
