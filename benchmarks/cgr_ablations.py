@@ -28,6 +28,8 @@ import sys
 from pathlib import Path
 from statistics import NormalDist
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import mechanism  # noqa: E402
@@ -89,6 +91,11 @@ READER_ARGS = ("reader_model", "max_length", "lr", "weight_decay", "warmup_ratio
 # relevance; configs/chains/default.yaml now puts open-book chains first (better chains,
 # benchmarks/chain_quality.py), which would change what the losses read halfway through a table
 CHAIN_ORDER = "relevance"
+# the retriever settings a CGR row trains with: ours (configs/model/cgr_minilm.yaml) or the
+# authors' (configs/model/cgr_minilm_authors.yaml: scale 1, query-encoder lr 9e-6, eps 1e-6,
+# joint clipping); rows in the authors' settings are saved under "-authors"
+SETTINGS = {"ours": None, "authors": "configs/model/cgr_minilm_authors.yaml"}
+AUTHORS_ARGS = ("retriever_lr", "similarity_scale", "adam_eps", "gradient_clipping")
 
 
 def row_config(base: dict, row: str, seed: int, budget: argparse.Namespace) -> dict:
@@ -105,6 +112,9 @@ def row_config(base: dict, row: str, seed: int, budget: argparse.Namespace) -> d
     if model_class == CGR:
         init.update({k: k not in off for k in LOSSES})
         init["gradient_clipping"] = budget.gradient_clipping
+        if (settings := getattr(budget, "settings", "ours")) != "ours":
+            authors = yaml.safe_load((ROOT / SETTINGS[settings]).read_text())["init_args"]
+            init.update({k: authors[k] for k in AUTHORS_ARGS})
     config["model"] = {"class_path": model_class, "init_args": init}
     if budget.dropout_seed is not None:  # a same-seed repeat: only the dropout draws differ
         config["trainer"]["callbacks"].append(
@@ -129,6 +139,9 @@ def tag(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> str:
     lr = f"-lr{budget.lr}" if budget.lr and float(budget.lr) != HISTORIC_LR else ""
     # CGR runs named without "clipeach" clipped one joint gradient norm; they keep their names
     clip = "-clipeach" if ROWS[row][1] == CGR and budget.gradient_clipping == "each" else ""
+    settings = getattr(budget, "settings", "ours")  # budgets saved before the switch: ours
+    if ROWS[row][1] == CGR and settings != "ours":
+        clip = f"-{settings}"  # the authors' settings clip one joint norm
     reader = (
         "" if budget.reader == "minilm" else f"-{budget.reader}"
     )  # MiniLM rows keep their names
@@ -196,6 +209,9 @@ def main() -> None:
     parser.add_argument("--gradient-clipping", default="each", choices=GRADIENT_CLIPPING,
                         help="CGR rows: clip the reader and query encoder apart (each) or one norm "
                              "(joint: the earlier CGR runs)")  # fmt: skip
+    parser.add_argument("--settings", default="ours", choices=list(SETTINGS),
+                        help="CGR rows: our retriever settings or the authors' (scale 1, "
+                             "query-encoder lr 9e-6, eps 1e-6, joint clipping)")  # fmt: skip
     parser.add_argument("--reader", default="minilm", choices=["minilm", *READER_LR],
                         help="the reader (retriever and CGR's query encoder stay MiniLM)")  # fmt: skip
     parser.add_argument("--dropout-seed", type=int, default=None,
@@ -209,6 +225,7 @@ def main() -> None:
         max_length=args.max_length,
         lr=args.lr,
         gradient_clipping=args.gradient_clipping,
+        settings=args.settings,
         reader=args.reader,
         dropout_seed=args.dropout_seed,
     )

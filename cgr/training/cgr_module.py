@@ -98,6 +98,7 @@ class CGRModule(ReaderModule):
         sample_seed: int = 33,
         disable_dropout: bool = False,
         gradient_clipping: str = "each",
+        adam_eps: float = 1e-8,
     ):
         if gradient_clipping not in GRADIENT_CLIPPING:
             raise ConfigError(
@@ -107,7 +108,7 @@ class CGRModule(ReaderModule):
         positive("model.similarity_scale", similarity_scale)
         if retriever_lr is not None:
             positive("model.retriever_lr", retriever_lr)
-        super().__init__(reader_model, max_length, lr, weight_decay, warmup_ratio)
+        super().__init__(reader_model, max_length, lr, weight_decay, warmup_ratio, adam_eps)
         self.save_hyperparameters()
         self.query_encoder = load_sentence_encoder(retriever_model)
         self.query_encoder.max_seq_length = query_max_length
