@@ -1,15 +1,43 @@
-"""Output files: one atomic write helper, and checks that an output path is writable before
-long work starts (so a typo in --out costs a second, not an evaluation)."""
+"""Output files: one atomic write helper, opening without following symbolic links, and checks
+that an output path is writable before long work starts (so a typo in --out costs a second, not
+an evaluation). Every file cgr writes into a run folder, cache or output folder is opened with
+O_NOFOLLOW: a link planted where cgr writes (`ln -s ~/notes.txt run/.cgr-train.lock`) is
+refused in one line, never truncated or written through."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 from cgr.errors import ConfigError
+
+
+def _no_follow_opener(path: str, flags: int) -> int:
+    # O_NONBLOCK: a FIFO planted there is refused below instead of hanging the open
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+
+
+def open_no_follow(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> IO:
+    """`open(path, mode)` for writing, refusing a symbolic link at `path` (ConfigError naming
+    it) and anything that is not a regular file (a FIFO, a device)."""
+    try:
+        f = open(  # noqa: SIM115 - returned open
+            path, mode, encoding=None if "b" in mode else encoding, opener=_no_follow_opener
+        )
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ConfigError(f"{path}: a symbolic link; cgr does not write through links "
+                              "(remove it)") from None  # fmt: skip
+        raise ConfigError(f"{path}: cannot write ({e.strerror})") from None
+    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        f.close()
+        raise ConfigError(f"{path}: not a regular file; cgr writes only plain files")
+    return f
 
 
 def atomic_replace(path: str | Path, write_to: Callable[[Path], None]) -> Path:
@@ -19,6 +47,8 @@ def atomic_replace(path: str | Path, write_to: Callable[[Path], None]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    if tmp.is_symlink():  # a link left where the temporary file goes is never written through
+        tmp.unlink()
     try:
         write_to(tmp)
         os.replace(tmp, path)
@@ -31,7 +61,7 @@ def atomic_write(path: str | Path, write: Callable[[IO], None], binary: bool = F
     """`write(f)` into an open file, flushed to disk, then put in place by `atomic_replace`."""
 
     def write_to(tmp: Path) -> None:
-        with tmp.open("wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
+        with open_no_follow(tmp, "wb" if binary else "w") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())

@@ -9,6 +9,8 @@ import json
 import logging
 from pathlib import Path
 
+from cgr.files import open_no_follow
+
 log = logging.getLogger(__name__)
 
 
@@ -53,7 +55,7 @@ def run_in_chunks(
         )
     todo = [q for q in questions if q.id not in done]
     with tqdm(total=len(questions), initial=len(questions) - len(todo), unit="q", desc=desc) as bar, \
-            partial.open("a", encoding="utf-8") as f:  # fmt: skip
+            open_no_follow(partial, "a") as f:  # fmt: skip
         if cut_short:
             f.write("\n")  # start a fresh line after the one cut short
         for start in range(0, len(todo), chunk):

@@ -18,7 +18,7 @@ import pytorch_lightning as pl
 from cgr.errors import ConfigError
 from cgr.evaluation.prediction import Prediction
 from cgr.evidence.pipeline import EvidencePipeline
-from cgr.files import require_writable_dir, require_writable_file
+from cgr.files import open_no_follow, require_writable_dir, require_writable_file
 from cgr.pretrained.source import check_query_encoder
 from cgr.training.datamodule import QADataModule
 from cgr.training.module import ReaderModule
@@ -113,7 +113,7 @@ class PredictionWriter(pl.Callback):
 
     def __enter__(self) -> PredictionWriter:
         self.partial.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.partial.open("w", encoding="utf-8")
+        self._file = open_no_follow(self.partial, "w")
         return self
 
     def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):

@@ -10,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 from cgr.errors import CGRError
+from cgr.files import open_no_follow
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ def run_folder_checkpoint_io():
             final.parent.mkdir(parents=True, exist_ok=True)
             partial = partial_path(final)
             try:
-                with partial.open("wb") as f:
+                with open_no_follow(partial, "wb") as f:
                     torch.save(checkpoint, f)
                     f.flush()
                     os.fsync(f.fileno())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cgr.errors import ConfigError, DataFormatError
-from cgr.files import missing_folders, remove_empty, require_writable_dir
+from cgr.files import missing_folders, open_no_follow, remove_empty, require_writable_dir
 from cgr.validation import at_least
 
 CHECKPOINT = "pytorch_lightning.callbacks.ModelCheckpoint"
@@ -131,7 +131,11 @@ def lock_run_folder(folder: str | Path):
             return handle
     created = missing_folders(path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = path.open("a+")
+    try:  # a link planted as the lock is refused, never truncated (open_no_follow)
+        handle = open_no_follow(path, "a+")
+    except ConfigError as e:
+        remove_empty(created)
+        raise ConfigError(f"checkpoint folder {folder}: the run lock {e}") from None
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -90,3 +90,25 @@ def test_a_second_train_with_the_same_name_is_refused_while_the_first_runs(
     finally:
         first.kill()
         first.wait()
+
+
+@pytest.mark.parametrize("plant", ["symlink", "folder"])
+def test_a_planted_run_lock_is_refused_and_nothing_is_written_through(
+    plant, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").symlink_to(ROOT / "data")
+    (tmp_path / "configs").symlink_to(ROOT / "configs")
+    precious = tmp_path / "important.txt"
+    precious.write_text("keep me\n")
+    lock = tmp_path / "checkpoints" / "X" / ".cgr-train.lock"
+    lock.parent.mkdir(parents=True)
+    if plant == "symlink":
+        lock.symlink_to(precious)
+    else:
+        lock.mkdir()
+    assert main(["train", "--config", "configs/default.yaml", "--name", "X"]) == 2
+    err = capsys.readouterr().err
+    assert "checkpoints/X: the run lock" in err and err.count("\n") == 1
+    assert ("symbolic link" in err) if plant == "symlink" else ("cannot write" in err)
+    assert precious.read_text() == "keep me\n"
