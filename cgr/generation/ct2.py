@@ -59,6 +59,7 @@ def converted_model(model: str, gguf_file: str | None, quantization: str = "int8
 
     cache.mkdir(parents=True, exist_ok=True)
     kwargs = {"gguf_file": gguf} if gguf else {}
+    kwargs["trust_remote_code"] = False  # a model folder's own code never runs
     with tempfile.TemporaryDirectory(dir=cache, prefix=".converting-") as tmp:
         log.info(
             "converting %s to CTranslate2 %s (once; cached in %s)",
@@ -69,7 +70,9 @@ def converted_model(model: str, gguf_file: str | None, quantization: str = "int8
         log.info("conversion 1/3: loading %s with transformers", gguf or path)
         loaded = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, **kwargs)
         config = AutoConfig.from_pretrained(path, **kwargs)
-        plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        plain = AutoModelForCausalLM.from_config(
+            config, dtype=torch.float32, trust_remote_code=False
+        )
         plain.load_state_dict(loaded.state_dict())
         hf = Path(tmp) / "hf"
         plain.save_pretrained(hf)
@@ -112,8 +115,8 @@ class CTranslate2Generator:
         # released before the interpreter tears down: the engine's threads then join cleanly
         # (left to the garbage collector at exit, the process aborts with a deadlock error)
         atexit.register(self.close)
-        self.tokenizer = AutoTokenizer.from_pretrained(folder)
-        config = AutoConfig.from_pretrained(folder / "source")
+        self.tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+        config = AutoConfig.from_pretrained(folder / "source", trust_remote_code=False)
         limit = getattr(config, "max_position_embeddings", None) or 2048
         # on a CPU one prompt at a time: in a batch CTranslate2 forwards prompts at once only up to
         # the shortest one and feeds the rest of each token by token (IRCoT prompts differ a lot)

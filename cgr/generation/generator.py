@@ -121,6 +121,7 @@ def _load(path: str, gguf: str | None, device: str, dtype: str = "float32", quan
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     kwargs = {"gguf_file": gguf} if gguf else {}
+    kwargs["trust_remote_code"] = False  # a model folder's own code never runs
     tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
     config = AutoConfig.from_pretrained(path, **kwargs)
     seq2seq = bool(getattr(config, "is_encoder_decoder", False))

@@ -65,7 +65,9 @@ class LlamaCppGenerator:
         self._server = xllamacpp.Server(params)
         atexit.register(self.close)
         # the GGUF's own vocabulary, for the prompt builder's token budget
-        self.tokenizer = AutoTokenizer.from_pretrained(path, gguf_file=gguf)
+        self.tokenizer = AutoTokenizer.from_pretrained(
+            path, gguf_file=gguf, trust_remote_code=False
+        )
         self.max_new_tokens = max_new_tokens
         self.max_input_tokens = max(64, context_tokens - max_new_tokens)
 

@@ -7,11 +7,15 @@
     DIR/README.md            the model card
 
 Weights are read from safetensors only: a pickle (`*.bin`, `*.pt`, ...) in a weights folder is
-refused, never opened."""
+refused, never opened. No code from a folder runs: a Python file anywhere in it, or an
+`auto_map` (transformers' pointer to custom code) in a config, is refused, and every loader is
+called with trust_remote_code=False. Every file and folder of a model folder is held to it:
+a symbolic link that leads out of the folder is refused, signed or not."""
 
 from __future__ import annotations
 
 import json
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +28,10 @@ FORMAT_VERSION = 1
 MAX_CONFIG_BYTES = 1_000_000
 PICKLE_SUFFIXES = {".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib", ".npy"}
 MAX_SAFETENSORS_HEADER = 100_000_000  # the format's own limit on its JSON header
+CODE_SUFFIXES = {".py", ".pyc", ".pyw", ".so", ".pyd"}
+# the configs transformers reads auto_map from (model, tokenizer, processor, feature extractor)
+AUTO_MAP_FILES = {"config.json", "tokenizer_config.json", "processor_config.json",
+                  "preprocessor_config.json", "config_sentence_transformers.json"}  # fmt: skip
 
 
 class ModelFolderError(ConfigError):
@@ -60,7 +68,42 @@ def _check_safetensors(path: Path) -> None:
         raise ModelFolderError(f"{path}: not a readable safetensors file")
 
 
-def _check_weights_folder(folder: Path, what: str, needs: tuple[str, ...]) -> None:
+def _inside(path: Path, folder: Path) -> bool:
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
+
+
+def check_no_code(folder: Path, home: Path) -> None:
+    """Nothing in `folder` runs or leads out of `home`: no Python file, no `auto_map` in a JSON
+    config, no link to a file or folder outside `home` (realpath)."""
+    if not _inside(folder, home):
+        raise ModelFolderError(f"{folder}: leads outside the model folder {home} (a link)")
+    for path in folder.rglob("*"):
+        if path.is_symlink() and not _inside(path, home):
+            raise ModelFolderError(f"{path}: a link leading outside the model folder {home}")
+        if path.suffix.lower() in CODE_SUFFIXES:
+            raise ModelFolderError(
+                f"{path}: a code file in a model folder; cgr runs no code from a model folder "
+                "(trust_remote_code is never set; remove it)"
+            )
+        if path.suffix == ".json" and path.name in AUTO_MAP_FILES and _has_auto_map(path):
+            raise ModelFolderError(
+                f"{path}: field auto_map points to custom code; cgr runs no code from a model "
+                "folder (trust_remote_code is never set)"
+            )
+
+
+def _has_auto_map(path: Path) -> bool:
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ModelFolderError(f"{path}: {path.stat().st_size:,} bytes (at most "
+                                   f"{MAX_CONFIG_BYTES:,})")  # fmt: skip
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise ModelFolderError(f"{path}: not a JSON config ({type(e).__name__})") from None
+    return isinstance(config, dict) and "auto_map" in config
+
+
+def check_weights_folder(folder: Path, what: str, needs: tuple[str, ...]) -> None:
     if not folder.is_dir():
         raise ModelFolderError(
             f"{folder}: missing ({what}; was the folder written by `cgr export`?)"
@@ -144,9 +187,10 @@ def read_model_folder(path: str | Path) -> ModelFolder:
             f"{folder}: not a folder (--model takes the folder `cgr export` wrote)"
         )
     model = ModelFolder(folder, read_config(folder))
-    _check_weights_folder(model.reader, "the reader", ("config.json", "tokenizer_config.json"))
+    check_no_code(folder, folder)
+    check_weights_folder(model.reader, "the reader", ("config.json", "tokenizer_config.json"))
     if model.query_encoder is not None:
-        _check_weights_folder(
+        check_weights_folder(
             model.query_encoder, "the query encoder", ("modules.json", "config.json")
         )
         _check_modules(model.query_encoder)

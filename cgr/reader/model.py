@@ -22,8 +22,11 @@ class MultipleChoiceReader(nn.Module):
     def __init__(self, model_name: str = "minilm", max_length: int = 256):
         super().__init__()
         path = resolve_model(model_name)
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.model = AutoModelForMultipleChoice.from_pretrained(path)
+        self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        self.model = AutoModelForMultipleChoice.from_pretrained(
+            path,
+            trust_remote_code=False,  # a model folder's own code never runs
+        )
         self.model.train()  # from_pretrained returns eval mode; Lightning toggles modes from here
         self.max_length = max_length
         self.packer = EvidencePacker(self.tokenizer, max_length)

@@ -16,7 +16,11 @@ from cgr.models import resolve_model
 def load_sentence_encoder(name: str, device: str | None = None):
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(resolve_model(name), device=str(device) if device else "cpu")
+    return SentenceTransformer(
+        resolve_model(name),
+        device=str(device) if device else "cpu",
+        trust_remote_code=False,  # a model folder's own code never runs (docs/bad-input.md)
+    )
 
 
 class TextEncoder:

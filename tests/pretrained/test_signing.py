@@ -63,3 +63,76 @@ def test_caches_of_an_unsigned_model_are_the_package_defaults(tmp_path):
     assert checked["chains"]["amr"]["cache"] == ".cache/cgr/amr.sqlite"
     trusted = PathRule(tmp_path / "m.ckpt", tmp_path, trusted=True).data_settings(data)
     assert trusted["pool_cache_dir"] == "/tmp/x"
+
+
+def test_a_signed_model_holds_files_inside_its_folder_to_the_folder(tmp_path):
+    """Trust covers the absolute paths the user's settings name, never a link inside home."""
+    home, outside = tmp_path / "home", tmp_path / "private"
+    home.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text("swordfish\n")
+    (home / "corpus").mkdir()
+    (home / "corpus" / "facts.txt").symlink_to(outside / "secret.txt")
+    rule = PathRule(home / "cgr_config.json", home, trusted=True, relative_to=home)
+    with pytest.raises(ConfigError, match="corpus/facts.txt', outside"):
+        rule.check("data.retrieval.corpus[0]", "corpus/facts.txt")
+    assert rule.check("data.x", str(outside / "secret.txt")) == outside / "secret.txt"
+
+
+def _path_like(data: dict, prefix: tuple = ()) -> list[tuple]:
+    words = ("file", "dir", "corpus", "book", "cache", "encoder", "model", "path")
+    found = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            found += _path_like(value, (*prefix, key))
+        elif isinstance(value, (bool, int, float)):  # switches and sizes name no file
+            continue
+        elif any(w in key for w in words) or (isinstance(value, str) and "/" in value):
+            found.append((*prefix, key))
+    return found
+
+
+def test_every_stored_path_setting_is_in_one_list():
+    """A new data setting that names a file must be added to one of the lists in
+    cgr.pretrained.paths (checked, a cache, a model name, or never read at prediction)."""
+    from benchmarks.common import train_config
+    from cgr.pretrained import paths
+
+    listed = [*paths.READ_PATHS, *paths.CACHE_PATHS, *paths.MODEL_NAMES, paths.DEV_FILE,
+              *paths.NOT_READ]  # fmt: skip
+    assert len(listed) == len(set(listed))
+    for config in ("configs/obqa_cgr_cpu.yaml", "configs/arc_challenge.yaml"):
+        found = _path_like(train_config(config)["data"])
+        assert ("chains", "book") in found and ("gold_facts_files",) in found
+        assert [f for f in found if f not in listed] == []
+
+
+@pytest.mark.parametrize("keys", [("chains", "book"), ("gold_facts_files",)])
+def test_book_and_gold_files_are_held_to_the_roots(keys, tmp_path):
+    data = {"retrieval": {}, "chains": {}}
+    place = data
+    for key in keys[:-1]:
+        place = place[key]
+    place[keys[-1]] = ["/etc/hostname"]
+    with pytest.raises(ConfigError, match=rf"data.{'.'.join(keys)}\[0\] names '/etc/hostname'"):
+        PathRule(tmp_path / "m.ckpt", tmp_path).data_settings(data)
+
+
+def test_a_stored_path_of_the_wrong_type_is_one_line(tmp_path):
+    with pytest.raises(ConfigError, match="data.retrieval.corpus must be a path or a list"):
+        PathRule(tmp_path / "m.ckpt", tmp_path).data_settings({"retrieval": {"corpus": 5}})
+
+
+def test_a_local_encoder_folder_is_held_to_the_model_folder_rules(tmp_path):
+    encoder = tmp_path / "enc"
+    encoder.mkdir()
+    (encoder / "config.json").write_text("{}")
+    (encoder / "pytorch_model.bin").write_bytes(b"\x80\x04K\x01.")
+    data = {"retrieval": {"encoder": "enc"}}
+    rule = PathRule(tmp_path / "cgr_config.json", tmp_path, relative_to=tmp_path)
+    with pytest.raises(ConfigError, match="pytorch_model.bin: a pickle file"):
+        rule.data_settings(data)
+    (encoder / "pytorch_model.bin").unlink()
+    (encoder / "evil.py").write_text("import os\n")
+    with pytest.raises(ConfigError, match="evil.py: a code file"):
+        rule.data_settings(data)

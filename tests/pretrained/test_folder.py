@@ -1,0 +1,70 @@
+"""A model folder's pre-checks that need no trained model: no code runs from it, nothing in it
+leads outside it (crafted folders; the real exported folder: tests/pretrained/test_export.py)."""
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from cgr.errors import ConfigError
+from cgr.pretrained.folder import check_no_code
+from tests.conftest import ROOT
+
+
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "reader").mkdir()
+    (tmp_path / "reader" / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    return tmp_path
+
+
+def test_a_plain_folder_passes(folder):
+    check_no_code(folder, folder)
+
+
+@pytest.mark.parametrize(
+    ("plant", "message"),
+    [
+        (lambda f: (f / "reader" / "evil.py").write_text("import os\n"), "evil.py: a code file"),
+        (lambda f: (f / "reader" / "config.json").write_text(json.dumps(
+            {"auto_map": {"AutoModelForMultipleChoice": "evil.Model"}})), "field auto_map"),
+        (lambda f: (f / "reader" / "tokenizer_config.json").write_text(json.dumps(
+            {"auto_map": {"AutoTokenizer": ["evil.Tok", None]}})), "field auto_map"),
+        (lambda f: (f / "reader" / "config.json").write_text("[" * 100_000), "not a JSON config"),
+    ],
+)  # fmt: skip
+def test_code_in_a_model_folder_is_refused(folder, plant, message):
+    plant(folder)
+    with pytest.raises(ConfigError, match=message):
+        check_no_code(folder, folder)
+
+
+def test_a_link_out_of_the_folder_is_refused(folder, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("elsewhere")
+    (folder / "query_encoder").symlink_to(outside)
+    with pytest.raises(ConfigError, match="query_encoder: a link leading outside"):
+        check_no_code(folder, folder)
+
+
+def test_every_model_loader_call_refuses_remote_code():
+    """Each from_pretrained / from_config / SentenceTransformer call in cgr passes
+    trust_remote_code=False (directly, or in the kwargs dict its function sets)."""
+    loaders = {"from_pretrained", "from_config", "SentenceTransformer"}
+    missing = []
+    for path in sorted((ROOT / "cgr").rglob("*.py")):
+        source = path.read_text()
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+            if name not in loaders:
+                continue
+            direct = any(k.arg == "trust_remote_code" and getattr(k.value, "value", None) is False
+                         for k in node.keywords)  # fmt: skip
+            via_kwargs = any(k.arg is None for k in node.keywords) and (
+                'kwargs["trust_remote_code"] = False' in source
+            )
+            if not (direct or via_kwargs):
+                missing.append(f"{Path(path).relative_to(ROOT)}:{node.lineno}")
+    assert missing == []
