@@ -221,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
         check_config_files(argv[1:])  # size and alias bounds before any parser reads a config
         return COMMANDS[argv[0]](argv[1:])
     except CGRError as e:
-        print(f"error: {e}", file=sys.stderr)
+        from cgr.terminal import terminal_safe
+
+        print(f"error: {terminal_safe(str(e), newlines=True)}", file=sys.stderr)
         return e.exit_code
 
 

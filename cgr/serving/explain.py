@@ -10,6 +10,7 @@ from cgr.chains.export import export_record, page_record, write_exports
 from cgr.evaluation.prediction import Prediction
 from cgr.files import atomic_write_text, require_writable_dir, require_writable_file
 from cgr.serving import checkpoint_parser, load_predictor
+from cgr.terminal import terminal_safe
 
 
 def explanation(prediction: Prediction, max_chains: int = 3) -> list[str]:
@@ -60,7 +61,8 @@ def main(argv: list[str]) -> int:
         require_writable_file(args.svg, "--svg")
     model = load_predictor(args)
     prediction = model.predict_questions([question])[0]
-    print("\n".join(explanation(prediction, args.max_chains)))
+    # corpus lines and the question are data: escapes in them must not act on the terminal
+    print("\n".join(terminal_safe(line) for line in explanation(prediction, args.max_chains)))
     _, page = write_exports([prediction.to_dict()], Path(out_dir))
     print(f"page: {page}")
     if args.svg:

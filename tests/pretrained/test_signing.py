@@ -136,3 +136,28 @@ def test_a_local_encoder_folder_is_held_to_the_model_folder_rules(tmp_path):
     (encoder / "evil.py").write_text("import os\n")
     with pytest.raises(ConfigError, match="evil.py: a code file"):
         rule.data_settings(data)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda k: (k.write_bytes(b"k" * 32), k.chmod(0o644)), "permissions 0644 are too open"),
+        (lambda k: (k.with_name("real").write_bytes(b"k" * 32), k.with_name("real").chmod(0o600),
+                    k.symlink_to(k.with_name("real"))), "a symbolic link"),
+        (lambda k: k.symlink_to("/dev/zero"), "a symbolic link"),
+        (lambda k: os.mkfifo(k, 0o600), "not a regular file"),
+        (lambda k: (k.write_bytes(b"k" * 5000), k.chmod(0o600)), "not a cgr signing key"),
+    ],
+)  # fmt: skip
+def test_an_unsafe_signing_key_is_refused_in_one_line(key, make, message):
+    key.parent.mkdir(parents=True, exist_ok=True)
+    make(key)
+    with pytest.raises(ConfigError, match=message):
+        signed_here({"a": 1}, "0" * 64)
+    with pytest.raises(ConfigError, match=message):
+        sign({"a": 1})
+
+
+def test_a_signature_of_other_characters_is_no_signature(key):
+    sign({"a": 1})
+    assert not signed_here({"a": 1}, "é" * 64) and not signed_here({"a": 1}, "٣" * 64)
