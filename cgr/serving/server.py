@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -178,9 +178,16 @@ async def unless_client_left(awaitable, request, every_s: float = 0.1):
 
 
 def create_app(
-    predictor, max_waiting: int = 64, max_batch: int = 8, max_body_bytes: int = MAX_BODY_BYTES
+    predictor,
+    max_waiting: int = 64,
+    max_batch: int = 8,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    allowed_hosts: Sequence[str] | None = None,
 ):
-    """The FastAPI app: GET / (the page), POST /api/predict (JSON), GET /api/health."""
+    """The FastAPI app: GET / (the page), POST /api/predict (JSON), GET /api/health.
+    `allowed_hosts`: the Host header names answered (others get 400: a web page that rebinds
+    its own name to this address reads nothing); None answers any (an app mounted elsewhere,
+    whose server checks hosts itself). `cgr serve` passes the names of the address it binds."""
     from fastapi import FastAPI, HTTPException
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse
@@ -198,6 +205,10 @@ def create_app(
 
     app = FastAPI(title="cgr", lifespan=lifespan)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    if allowed_hosts is not None:
+        from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request, exc: RequestValidationError) -> JSONResponse:
@@ -249,21 +260,59 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--max-batch", type=int, default=8, help="questions scored together")
     parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES,
                         help="larger request bodies get 413 before they are parsed")  # fmt: skip
+    parser.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                        help="also answer requests whose Host header names NAME (default: only "
+                             "the bound address's names; '*' answers any); repeatable")  # fmt: skip
+    parser.add_argument("--max-connections", type=int, default=None,
+                        help="open connections kept (default: half the descriptor limit, at "
+                             "most 512); idle ones beyond it, or idle 30 s, are closed")  # fmt: skip
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be in 0..65535, not {args.port}")
     for flag, value in (("--max-waiting", args.max_waiting), ("--max-batch", args.max_batch),
                         ("--max-body-bytes", args.max_body_bytes)):  # fmt: skip
         at_least(flag, value, 1)  # before the model loads
+    max_connections = args.max_connections or default_max_connections()
+    at_least("--max-connections", max_connections, 1)
     import uvicorn
+
+    from cgr.serving.connections import BoundedServer, rate_limit_accept_errors
 
     sock = listening_socket(args.host, args.port)  # a port in use is refused before the model loads
     predictor = load_predictor(args)
-    app = create_app(predictor, args.max_waiting, args.max_batch, args.max_body_bytes)
+    hosts = [*host_names(args.host), *args.allowed_host]
+    app = create_app(predictor, args.max_waiting, args.max_batch, args.max_body_bytes, hosts)
     host, port = sock.getsockname()[:2]
     print(f"serving {args.checkpoint or args.model} on http://{host}:{port}/", flush=True)
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    rate_limit_accept_errors()
+    config = uvicorn.Config(app, log_level="warning", limit_concurrency=max_connections,
+                            timeout_keep_alive=5)  # fmt: skip
+    BoundedServer(config, max_connections).run(sockets=[sock])
     return 0
+
+
+def host_names(host: str) -> list[str]:
+    """The Host header names a server bound to `host` answers by default: the address itself,
+    and for loopback or a wildcard address the names this machine goes by."""
+    import socket
+
+    names = [host, f"[{host}]"] if ":" in host else [host]
+    if host in ("127.0.0.1", "::1", "localhost", "0.0.0.0", "::"):
+        names += ["localhost", "127.0.0.1", "[::1]"]
+    if host in ("0.0.0.0", "::"):
+        names += [socket.gethostname(), socket.getfqdn()]
+    return list(dict.fromkeys(names))
+
+
+def default_max_connections() -> int:
+    """Half the soft descriptor limit (the rest: model files, the log, the listening socket),
+    at most 512."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 512
+    return max(8, min(512, soft // 2))
 
 
 def listening_socket(host: str, port: int):
