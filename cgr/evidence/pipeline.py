@@ -173,8 +173,9 @@ class EvidencePipeline:
         return self.retrieval.method not in {"none", "gold"}
 
     def _open_book_keys(self) -> frozenset[str]:
-        """The open book's facts as text keys, for `evidence.open_book_first`."""
-        if not self.evidence.open_book_first:
+        """The open book's facts as text keys, for `evidence.open_book_first` and the
+        `retriever` order (open-book facts rank first)."""
+        if not self.evidence.open_book_first and self.evidence.order != "retriever":
             return frozenset()
         return self._keys_of([self.retrieval.open_book] if self.retrieval.open_book else [])
 
@@ -215,6 +216,8 @@ class EvidencePipeline:
             )
             corpus = Corpus.from_files(cfg.corpus) if cfg.corpus else None
             self._relevance = HypothesisRelevance(encoder, corpus, cfg.cache_dir)
+            if self.evidence.order == "retriever":  # the current retriever ranks the pool
+                self._relevance.use_query_model(self._query_model)
         return self._relevance
 
     def use_query_encoder(self, model) -> None:
@@ -222,6 +225,8 @@ class EvidencePipeline:
         self._query_model = model
         if self._retriever is not None and hasattr(self._retriever, "encoder"):
             self._retriever.encoder.model = model
+        if self._relevance is not None and self.evidence.order == "retriever":
+            self._relevance.use_query_model(model)
 
     def query_fingerprint(self) -> str:
         """ "base", or a short hash of the trained query encoder's weights (pool cache keys)."""

@@ -7,6 +7,8 @@ next call (chain selection and evidence selection ask for the same ones)."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from cgr.data.corpus import Corpus
@@ -17,8 +19,12 @@ from cgr.retrieval.fact_vectors import FactVectors
 
 
 class HypothesisRelevance:
+    """`encoder` encodes the facts (and the queries, unless `use_query_model` gave a trained
+    query encoder: order `retriever`, where the current retriever ranks the pool)."""
+
     def __init__(self, encoder: TextEncoder, corpus: Corpus | None = None, cache_dir: str = ""):
         self.encoder = encoder
+        self.query_encoder = encoder
         self._queries: dict[str, np.ndarray] = {}  # the last call's only: bounded under serve
         sources = []
         if corpus is not None:
@@ -26,6 +32,15 @@ class HypothesisRelevance:
             vectors = EmbeddingCache(folder, encoder.model_name, corpus).load_or_build(encoder)
             sources.append((corpus, vectors))
         self._facts = FactVectors(encoder.encode, encoder.dim, sources)
+
+    def use_query_model(self, model) -> None:
+        """Encode queries with `model` (a trained query encoder; None: the fact encoder)."""
+        if model is None:
+            self.query_encoder = self.encoder
+        else:
+            self.query_encoder = copy.copy(self.encoder)
+            self.query_encoder.model = model
+        self._queries = {}
 
     def _fact_vectors(self, facts: list[RetrievedFact]) -> np.ndarray:
         return self._facts([f.text for f in facts])
@@ -36,7 +51,7 @@ class HypothesisRelevance:
             return []
         unique = list(dict.fromkeys(hypotheses))
         new = [h for h in unique if h not in self._queries]
-        encoded = dict(zip(new, self.encoder.encode(new), strict=True))
+        encoded = dict(zip(new, self.query_encoder.encode(new), strict=True))
         self._queries = {h: self._queries[h] if h in self._queries else encoded[h] for h in unique}
         queries = [self._queries[h] for h in hypotheses]
         out = []

@@ -15,6 +15,16 @@ first 15 (gold R@15 64 % against 85 % in the 20-fact dense pool). With N = 5 the
 read for 84 % of OBQA dev instead of 57 %, yet MiniLM's accuracy did not rise (README), so it is
 off by default. Near-duplicates (same words
 after lower-casing and removing punctuation) are always read once.
+
+`retriever` is the authors' pathway (wwxu21/CGR: sort_with_AMR.py's retrieve_para over the pool
+data_obqa.py retrieves): the *current* query encoder (the snapshot the reader trains and is
+scored with; the base encoder before the first refresh) ranks each choice's pool, the open
+book's facts first (the authors' pool indices 1-10 are the open book's top 10), then the
+others, each by cosine(current encoder(hypothesis), fact). A choice reads Ê's best-ranked
+facts (at most max_evidence), padded with the best-ranked other facts to max_evidence, all in
+rank order, so the trained retriever decides what is read first. One departure: the authors
+keep corpus facts in retrieval-step order; here they are ranked by the same cosine, so two
+encoders order the same pool differently throughout. `chain_facts_first` does not apply.
 """
 
 from __future__ import annotations
@@ -27,7 +37,7 @@ from cgr.errors import ConfigError
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.base import RetrievedFact
 
-ORDERS = ("retrieval", "hypothesis", "question_choice")
+ORDERS = ("retrieval", "hypothesis", "question_choice", "retriever")
 SHARED = ("keep", "drop")
 
 
@@ -35,7 +45,7 @@ SHARED = ("keep", "drop")
 class EvidenceConfig:
     """`data.evidence`."""
 
-    order: Literal["question_choice", "hypothesis", "retrieval"] = "question_choice"
+    order: Literal["question_choice", "hypothesis", "retrieval", "retriever"] = "question_choice"
     shared_facts: Literal["keep", "drop"] = "keep"
     chain_facts_first: bool = True  # with chains on: Ê's facts before the other pool facts
     open_book_first: int = 0  # a choice's N best open-book facts before its other facts
@@ -55,7 +65,7 @@ class EvidenceConfig:
 
 def relevance_queries(examples: list[ReaderExample], order: str) -> list[str]:
     """One query per choice, examples in turn: what `order` ranks a choice's facts by."""
-    if order == "hypothesis":
+    if order in ("hypothesis", "retriever"):
         return [h for ex in examples for h in ex.hypotheses]
     return [f"{ex.question} {c}" for ex in examples for c in ex.choices]
 
@@ -139,6 +149,12 @@ def select_evidence(
     for ex, pools in zip(examples, offered, strict=True):
         ranked = []
         for c, pool in enumerate(pools):
+            if cfg.order == "retriever":
+                sims = next(scores) if rerank else [0.0] * len(pool)
+                ranked.append(
+                    _by_retriever(pool, sims, _chain_texts(ex, c), max_evidence, open_book)
+                )
+                continue
             in_chain = _chain_texts(ex, c) if cfg.chain_facts_first else set()
             if rerank:
                 sims = next(scores)
@@ -155,3 +171,19 @@ def select_evidence(
             shared = set.intersection(*tops)
             ranked = [[f for f in r if text_key(f.text) not in shared] for r in ranked]
         ex.facts = [r[:max_evidence] for r in ranked]
+
+
+def _by_retriever(
+    pool: list[RetrievedFact],
+    sims: list[float],
+    in_chain: set[str],
+    max_evidence: int,
+    open_book: frozenset[str],
+) -> list[RetrievedFact]:
+    """The authors' reading order (order `retriever`): Ê's best-ranked facts padded with the
+    best-ranked others to max_evidence, all in rank order (open book first, then cosine)."""
+    keys = {id(f): (not f.in_open_book(open_book), -s) for f, s in zip(pool, sims, strict=True)}
+    ranked = _dedupe(sorted(pool, key=lambda f: keys[id(f)]))
+    chain = [f for f in ranked if f.text in in_chain][:max_evidence]
+    others = [f for f in ranked if f.text not in in_chain][: max_evidence - len(chain)]
+    return sorted(chain + others, key=lambda f: keys[id(f)])

@@ -123,3 +123,58 @@ def test_selection_leaves_the_pool_as_retrieved_and_can_offer_only_chain_facts()
     assert [f.text for f in ex.facts[0]] == ["salt lowers the melting point of ice"]
     select_evidence([ex], EvidenceConfig(order="retrieval"), 5)  # selecting again: same pool
     assert len(ex.facts[0]) == 2
+
+
+POOL_TEXTS = [
+    "salt lowers the melting point of ice",
+    "sand gives tires grip on ice",
+    "ice is frozen water",
+    "heat melts ice",
+    "the moon orbits the earth",
+    "oceans are salty water",
+    "roads are covered in ice in winter",
+    "sugar dissolves in water",
+    "a thermometer measures temperature",
+    "friction makes surfaces less slippery",
+]
+
+
+def retriever_order(relevance, query_model, chain=(), open_book=frozenset(), max_evidence=6):
+    relevance.use_query_model(query_model)
+    ex = example([[fact(t) for t in POOL_TEXTS]], chain_texts=[list(chain)])
+    select_evidence([ex], EvidenceConfig(order="retriever"), max_evidence, relevance,
+                    open_book=open_book)  # fmt: skip
+    return [f.text for f in ex.facts[0]]
+
+
+def test_the_current_query_encoder_decides_the_reading_order(relevance):
+    """The authors' pathway: two query encoders read the same pool in two orders."""
+    import copy
+
+    import torch
+
+    base = relevance.encoder.model
+    other = copy.deepcopy(base)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in other.parameters():
+            p.add_(torch.randn(p.shape, generator=generator) * 0.05)
+    first = retriever_order(relevance, None)
+    assert retriever_order(relevance, base) == first  # the same encoder, the same order
+    second = retriever_order(relevance, other)
+    assert second != first
+    assert first[0] == "salt lowers the melting point of ice"
+    relevance.use_query_model(None)
+
+
+def test_retriever_order_reads_chain_facts_in_rank_order_and_the_open_book_first(relevance):
+    from cgr.data.records import text_key
+
+    plain = retriever_order(relevance, None, max_evidence=3)
+    chain = ["the moon orbits the earth"]  # ranked low: read because Ê holds it, last
+    with_chain = retriever_order(relevance, None, chain=chain, max_evidence=3)
+    assert with_chain == [*plain[:2], "the moon orbits the earth"]
+    book = frozenset({text_key("sugar dissolves in water")})
+    assert retriever_order(relevance, None, open_book=book, max_evidence=3)[0] == (
+        "sugar dissolves in water"
+    )
