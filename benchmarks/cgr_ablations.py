@@ -32,7 +32,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import mechanism  # noqa: E402
+from benchmarks import figure4, mechanism  # noqa: E402
 from benchmarks.common import (
     RESULTS,
     ROOT,
@@ -254,6 +254,8 @@ def main() -> None:
                         saved_pairing(base, args.dataset, seed, budget, pair[:2], refresh=True)
                 if ROWS[row][1] == CGR:  # the paper's Figure 4, on the encoder it trained
                     mechanism.saved_or_measured(best_checkpoint(name), args.dataset, table=False)
+                    if budget.epochs == 1:  # the loss-term rows (benchmarks/figure4.py)
+                        figure4.saved_or_measured(best_checkpoint(name))
                 print(
                     f"{name}: accuracy {result['accuracy']:.4f} in {result['minutes']:.1f} min",
                     flush=True,

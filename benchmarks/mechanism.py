@@ -1,4 +1,5 @@
-"""The mechanism of the paper's Figure 4: how often each hypothesis retrieves the gold fact, by
+"""Figure 4's second view (the paper's own measurement: benchmarks/figure4.py, which `--table`
+prints first): how often each hypothesis retrieves the gold fact, by
 the correct answer's hypothesis and by the incorrect answers' hypotheses, with the base query
 encoder and with the one a run trained. The paper: the chain-aware local losses cut how often
 the incorrect hypotheses retrieve the gold fact while the correct one keeps it.
@@ -9,6 +10,7 @@ two by text. No reader, no training: minutes per checkpoint on a CPU. Saved as
 benchmarks/results/mechanism-<run>.json (the base encoder: mechanism-base-<dataset>.json).
 
     .venv/bin/python benchmarks/mechanism.py --checkpoint checkpoints/bench/RUN/best.ckpt [--table]
+    .venv/bin/python benchmarks/mechanism.py --table   # the loss-term rows, the paper's way
 """
 
 from __future__ import annotations
@@ -121,11 +123,18 @@ def print_rows(rows: list[dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--checkpoint", type=Path, nargs="+", required=True)
+    parser.add_argument("--checkpoint", type=Path, nargs="*", default=[])
     parser.add_argument("--dataset", default="obqa", help="names the shared base-encoder row")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1], help="loss-term rows' seeds")
     parser.add_argument("--table", action="store_true", help="only print the saved rows")
     args = parser.parse_args()
-    print_rows(rows_for(args.checkpoint, args.dataset, args.table))
+    if args.table:
+        from benchmarks import figure4
+
+        figure4.print_table_of(args.seeds, args.dataset)
+        print()
+    if args.checkpoint:
+        print_rows(rows_for(args.checkpoint, args.dataset, args.table))
 
 
 if __name__ == "__main__":
