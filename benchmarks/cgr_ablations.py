@@ -304,13 +304,15 @@ def main() -> None:
             print(repeat_line(base, args.dataset, row, seed, budget, repeat))
     trained = [best_checkpoint(tag(args.dataset, row, seed, budget))
                for row in args.rows if ROWS[row][1] == CGR for seed in args.seeds]  # fmt: skip
-    figure4 = mechanism.rows_for(trained, args.dataset, table=True)
-    if len(figure4) > 1:  # the base row alone says nothing about a run
+    base_vs_trained = mechanism.rows_for(trained, args.dataset, table=True)
+    if len(base_vs_trained) > 1:  # the base row alone says nothing about a run
         if any(ROWS[row][1] == READER and ROWS[row][2] != "none" for row in args.rows):
             # reader-only rows never train the retriever: their row is the base encoder's
-            figure4[0]["run"] += " (also the reader-only rows': their retriever stays frozen)"
+            base_vs_trained[0]["run"] += (
+                " (also the reader-only rows': their retriever stays frozen)"
+            )
         print()
-        mechanism.print_rows(figure4)
+        mechanism.print_rows(base_vs_trained)
     for (a, b, margin, _), seed in itertools.product(PAIRS, args.seeds):
         if paired := saved_pairing(base, args.dataset, seed, budget, (a, b)):
             names = {a: SHORT[a], b: SHORT[b]}

@@ -99,7 +99,7 @@ def measure(checkpoint: Path, encoder: str) -> dict:
             hits[f"read_{order}"] = [bool(gold & {text_key(t) for t in c.fact_texts})
                                      for c in read[order][i].choices]  # fmt: skip
         bits = []
-        for name, per_choice in hits.items():
+        for per_choice in hits.values():
             wrong = [h for c, h in enumerate(per_choice) if c != right]
             bits += [int(per_choice[right]), int(any(wrong))]
         bits += [int(bool(read[order][i].correct)) for order in READING_ORDERS]
