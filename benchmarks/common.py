@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import platform
 import resource
 import shutil
@@ -171,6 +172,15 @@ def mcnemar_p(a_only: int, b_only: int) -> float:
     n = a_only + b_only
     tail = sum(comb(n, k) for k in range(min(a_only, b_only) + 1)) / 2**n
     return min(1.0, 2 * tail)
+
+
+def paired_interval(a_only: int, b_only: int, questions: int) -> tuple[float, float, float]:
+    """b − a in points on paired questions (each right in one run only counts), with its 95 %
+    interval (the normal interval of a paired difference of proportions)."""
+    n = questions
+    diff = (b_only - a_only) / n
+    se = math.sqrt(max(a_only + b_only - n * diff * diff, 0.0)) / n
+    return 100 * diff, 100 * (diff - 1.96 * se), 100 * (diff + 1.96 * se)
 
 
 def seed_differences(
