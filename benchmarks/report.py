@@ -37,6 +37,7 @@ SPEED_TAGS = ["quickstart-r1", "quickstart-r2", "quickstart-r3", "quickstart-fus
 TABLES = {
     "results-summary": ["summary.py", "--table"],
     "status-obqa": ["summary.py", "--status"],
+    "figure4-loss-terms": ["mechanism.py", "--table"],
     "cgr-obqa-e1": [*CGR_OBQA, "--rows", "reader", "iterative", "cgr", "--table"],
     "cgr-obqa-e2": [*CGR_OBQA, "--epochs", "2", "--rows", "iterative", "chains", "cgr",
                     "no_chain_losses", "--table"],
@@ -130,11 +131,16 @@ def main() -> int:
         new = rendered(text, cache)
         if new != text:
             stale.append(page)
-            if args.write:
-                page.write_text(new, encoding="utf-8")
+            if args.write:  # atomic: a full disk leaves the old page, never half of it
+                from cgr.files import atomic_write_text
+
+                atomic_write_text(page, new)
             else:
                 sys.stdout.writelines(difflib.unified_diff(
                     text.splitlines(True), new.splitlines(True), str(page), "from benchmarks/results"))  # fmt: skip
+    if missing := sorted(set(TABLES) - set(cache)):  # a page cut short lost its blocks
+        print(f"table(s) in no page (a page cut short? restore it from git): {', '.join(missing)}")
+        return 1
     if args.check and stale:
         print(f"\n{len(stale)} page(s) differ from the saved results: benchmarks/report.py --write")
         return 1
