@@ -71,6 +71,8 @@ def test_bad_questions_are_clear_errors(predictor):
     ("question", "choices", "labels", "message"),
     [
         ("\u200b\u2060", ["a", "b"], None, "question is empty"),
+        ("\u3164\u3164", ["a", "b"], None, "question is empty"),
+        ("Why?", ["a", "\u2800 \u2800"], None, r"choices\[1\] is empty"),
         ("Why?", ["a", "\x00\x00"], None, r"choices\[1\] is empty"),
         ("Why?", ["a", "\ufeff "], None, r"choices\[1\] is empty"),
         ("Why?", ["a", "b"], [{"x": 1}, "B"], r"labels\[0\] must be text, not dict"),

@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from cgr.data import jsonio
 from cgr.data.loaders import iter_jsonl, read_utf8, require_file, text_lines
 from cgr.data.records import Fact, fact_id, normalize_fact_text, text_key
 from cgr.errors import DataFormatError
@@ -49,7 +50,7 @@ def _iter_jsonl_facts(path: Path) -> Iterator[str]:
 
 def _iter_sentence_dict(path: Path) -> Iterator[str]:
     try:
-        data = json.loads(read_utf8(path, "corpus file"))
+        data = jsonio.loads(read_utf8(path, "corpus file"))
     except json.JSONDecodeError as e:
         raise DataFormatError(str(path), e.lineno, "<json>", f"invalid JSON ({e.msg})") from None
     if not isinstance(data, dict):
@@ -139,3 +140,39 @@ class Corpus:
 def text_keys(paths: list[str]) -> frozenset[str]:
     """The facts of these files as `text_key`s (the open book, matched by text across corpora)."""
     return frozenset(text_key(f.text) for f in Corpus.from_files(paths).facts)
+
+
+# corpora up to this size are read once more before a model loads, so a bad line is named
+# before the load (the usual science corpus: 0.6 s); larger ones when they are first read
+CORPUS_READ_LIMIT = 100 * 2**20
+
+
+def memory_bytes() -> int:
+    import os
+
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 2**40  # unknown: no bound from memory
+
+
+def check_corpus_files(paths: list[str]) -> None:
+    """Corpus files checked before any model loads: each a plain file (a FIFO, a device such as
+    /dev/zero or /dev/stdin is refused) or a folder of tables; together at most a quarter of
+    this machine's memory (a corpus is read whole); read through when small enough."""
+    files = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            files += [p for p in path.rglob("*") if p.is_file()]
+            continue
+        require_file(path, "corpus file")
+        files.append(path)
+    total = sum(p.stat().st_size for p in files)
+    if total > (limit := memory_bytes() // 4):
+        biggest = max(files, key=lambda p: p.stat().st_size)
+        raise DataFormatError(str(biggest), None, "corpus file",
+                              f"corpus of {total / 2**30:.1f} GiB (this machine reads at most "
+                              f"{limit / 2**30:.1f} GiB, a quarter of its memory)")  # fmt: skip
+    if total <= CORPUS_READ_LIMIT:
+        for path in map(Path, paths):
+            Corpus.from_files([path])

@@ -22,12 +22,22 @@ MIN_CHOICES, MAX_CHOICES = 2, 8
 MAX_LABEL_CHARS = 16
 
 
+# letters and symbols that render as nothing: the Hangul fillers and the blank braille pattern
+BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e")
+
+
 def visible(text: str) -> bool:
-    """Whether a text shows anything: not only whitespace, control characters (NUL) and
-    invisible format characters (zero-width space U+200B, word joiner U+2060, BOM)."""
+    """Whether a text shows anything: not only whitespace, control characters (NUL),
+    invisible format characters (zero-width space U+200B, word joiner U+2060, BOM) and the
+    blank letters (Hangul filler U+3164, blank braille U+2800)."""
     import unicodedata
 
-    return any(not ch.isspace() and unicodedata.category(ch) not in ("Cc", "Cf") for ch in text)
+    return any(
+        not ch.isspace()
+        and ch not in BLANK_LETTERS
+        and unicodedata.category(ch) not in ("Cc", "Cf")
+        for ch in text
+    )
 
 
 def text_problem(value: object, limit: int) -> str | None:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cgr.data import jsonio
 from cgr.data.limits import (
     MAX_CHOICE_CHARS,
     MAX_QUESTION_CHARS,
@@ -24,8 +25,13 @@ from cgr.errors import DataFormatError
 
 
 def require_file(path: str | Path, what: str = "data file") -> Path:
+    """A plain file; a FIFO, a device (/dev/zero, /dev/stdin) or a folder is named as such,
+    never opened (reading one would hang or never end)."""
     p = Path(path)
     if not p.is_file():
+        if p.exists() or p.is_symlink():
+            kind = "a folder" if p.is_dir() else "not a plain file (a FIFO, device or link)"
+            raise DataFormatError(str(p), None, what, kind)
         raise DataFormatError(str(p), None, what, "file not found")
     return p
 
@@ -62,7 +68,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = jsonio.loads(line)
         except json.JSONDecodeError as e:
             raise DataFormatError(str(p), lineno, "<json>", f"invalid JSON ({e.msg})") from None
         if not isinstance(obj, dict):
@@ -149,6 +155,12 @@ def load_multiple_choice(path: str | Path) -> list[Question]:
 def _answer_list(obj: dict, path: str, lineno: int | None) -> list[str]:
     if "answer" in obj:
         aliases = _typed_list(obj.get("answer_aliases", []), "answer_aliases", path, lineno)
+        for field, value in [("answer", obj["answer"])] + [
+            (f"answer_aliases[{i}]", a) for i, a in enumerate(aliases)
+        ]:  # a list given as the answer would become the gold string "['Bob', 'Rob']"
+            if not isinstance(value, str | int | float) or isinstance(value, bool):
+                raise DataFormatError(path, lineno, field,
+                                      f"expected text, got {type(value).__name__}")  # fmt: skip
         answers = [str(obj["answer"])] + [str(a) for a in aliases]
     elif "answers_objects" in obj:
         answers = []
@@ -262,7 +274,7 @@ def load_open_questions(path: str | Path) -> list[OpenQuestion]:
     text = read_utf8(p).lstrip()
     if text.startswith("["):
         try:
-            records = json.loads(text)
+            records = jsonio.loads(text)
         except json.JSONDecodeError as e:
             raise DataFormatError(str(p), e.lineno, "<json>", f"invalid JSON ({e.msg})") from None
         return [parse_open_question(r, str(p), None) for r in records]
@@ -277,7 +289,7 @@ def load_lenient(path: str, counters: Counter) -> list[OpenQuestion]:
     out: list[OpenQuestion] = []
     if text.startswith("["):
         try:
-            records = json.loads(text)
+            records = jsonio.loads(text)
         except json.JSONDecodeError as e:  # a truncated array cannot be read in part
             raise DataFormatError(str(p), e.lineno, "<json>", f"invalid JSON ({e.msg})") from None
         items = [(None, r) for r in records]
@@ -287,7 +299,7 @@ def load_lenient(path: str, counters: Counter) -> list[OpenQuestion]:
             if not line.strip():
                 continue
             try:
-                items.append((lineno, json.loads(line)))
+                items.append((lineno, jsonio.loads(line)))
             except json.JSONDecodeError as e:
                 counters["malformed_records"] += 1
                 print(f"skipped: {p}:{lineno}: invalid JSON ({e.msg})")
@@ -300,7 +312,13 @@ def load_lenient(path: str, counters: Counter) -> list[OpenQuestion]:
             question = parse_open_question(record, str(p), lineno)
         except (DataFormatError, AttributeError, TypeError) as e:
             counters["malformed_records"] += 1
-            print(f"skipped: {e}")
+            rid = record.get("_id", record.get("id", record.get("question_id"))) if isinstance(
+                record, dict) else None  # fmt: skip
+            named = f" (record {rid!r})" if isinstance(rid, str | int) else ""
+            if isinstance(e, DataFormatError):
+                print(f"skipped: {where}{named}: field '{e.field}': {e.problem}")
+            else:
+                print(f"skipped: {where}{named}: {e}")
             continue
         if question.id in seen:
             counters["duplicate_ids"] += 1
@@ -310,4 +328,8 @@ def load_lenient(path: str, counters: Counter) -> list[OpenQuestion]:
         if not any(para.text.strip() for para in question.paragraphs):
             counters["questions_without_context"] += 1  # kept: NoR needs none; recall counts 0
         out.append(question)
+    if not out:  # refused here, before any model loads: nothing would be answered
+        raise DataFormatError(str(p), None, "<records>", f"no well-formed record (of {len(items)}; "
+                              f"{counters['malformed_records']} malformed, {counters['duplicate_ids']} "
+                              "repeated ids)")  # fmt: skip
     return out

@@ -108,8 +108,18 @@ def gold_pools(questions: list[Question], all_hyps: list[list[str]]) -> list[lis
     ]
 
 
+def _save_cache(path: Path, lines) -> None:
+    """A cache is a shortcut: a full disk (or a link where it goes) costs a warning and the
+    next run's retrieval, never the run in progress."""
+    try:
+        atomic_write(path, lambda f: f.writelines(lines))
+    except (OSError, ConfigError) as e:
+        why = getattr(e, "strerror", None) or str(e)
+        log.warning("could not write the cache %s (%s); going on without it", path, why)
+
+
 def save_examples(path: Path, examples: list[ReaderExample]) -> None:
-    atomic_write(path, lambda f: f.writelines(json.dumps(asdict(ex)) + "\n" for ex in examples))
+    _save_cache(path, (json.dumps(asdict(ex)) + "\n" for ex in examples))
 
 
 # raised when the same settings give other chains (2: the paper's attribute nodes, paths end at
@@ -134,9 +144,9 @@ def chain_cache_path(pool_cache: Path, chains: ChainConfig) -> Path:
 
 def save_chains(path: Path, examples: list[ReaderExample]) -> None:
     """Each question's chains and Ê, one line per question, in the pool file's order."""
-    atomic_write(
+    _save_cache(
         path,
-        lambda f: f.writelines(
+        (
             json.dumps(
                 {
                     "question_id": ex.question_id,

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cgr.data import jsonio
 from cgr.data.loaders import read_utf8
 from cgr.data.records import Paragraph
 from cgr.errors import DataFormatError
@@ -41,7 +42,7 @@ def load_demonstrations(path: str | Path) -> list[Demonstration]:
     if not p.is_file():
         raise DataFormatError(str(p), None, "demonstrations", "file not found")
     try:
-        records = json.loads(read_utf8(p, "demonstrations"))
+        records = jsonio.loads(read_utf8(p, "demonstrations"))
     except json.JSONDecodeError as e:
         raise DataFormatError(str(p), e.lineno, "<json>", f"invalid JSON ({e.msg})") from None
     demos = []

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cgr.data import jsonio
 from cgr.data.limits import visible
 from cgr.data.loaders import read_utf8
 from cgr.errors import DataFormatError
@@ -128,7 +129,7 @@ def load_qasper(path: str | Path) -> list[DocQuestion]:
     full_text, qas}}), in file order; a malformed record is named by paper id and field."""
     path = Path(path)
     try:
-        data = json.loads(read_utf8(path, "QASPER file"))
+        data = jsonio.loads(read_utf8(path, "QASPER file"))
     except json.JSONDecodeError as e:
         raise DataFormatError(str(path), e.lineno, "<json>", e.msg) from None
     if not isinstance(data, dict):

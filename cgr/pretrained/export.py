@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +104,9 @@ def export_model(
     if corpus not in CORPUS_MODES:
         raise ConfigError(f"--corpus must be one of {', '.join(CORPUS_MODES)}, not {corpus!r}")
     out = Path(out)
+    if out.is_symlink():  # renaming over it would replace the user's link with a folder
+        raise ConfigError(f"--out {out}: a symbolic link; name the folder itself "
+                          f"({os.path.realpath(out)})")  # fmt: skip
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: exists and is not a folder")
     if out.exists() and any(out.iterdir()) and not (replace and (out / CONFIG).is_file()):
@@ -113,6 +117,7 @@ def export_model(
         raise ConfigError(f"--checkpoint {checkpoint}: a model folder already")
     require_writable_dir(out.parent if not out.exists() else out, "--out")
     import torch
+    from safetensors import SafetensorError
 
     module, encoder = opened.load("cpu")
     if encoder is None and hasattr(module, "query_encoder"):  # CGR on the base encoder's evidence
@@ -162,6 +167,11 @@ def export_model(
             out.rename(old)
         work.rename(out)
         shutil.rmtree(old, ignore_errors=True)
+    except (OSError, SafetensorError) as e:  # a full disk or a size limit: one line, nothing kept
+        shutil.rmtree(work, ignore_errors=True)
+        why = getattr(e, "strerror", None) or str(e).splitlines()[0][:120]
+        raise ConfigError(f"--out {out}: could not write the model folder ({why}); "
+                          "nothing was written: free space or choose --out elsewhere") from None  # fmt: skip
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise

@@ -75,6 +75,10 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def model_path(args: argparse.Namespace) -> str:
+    """The path --checkpoint or --model names; a --model path that is not a folder is refused
+    as a model folder here (not reported as a missing checkpoint)."""
+    if args.model is not None and not Path(args.model).is_dir():
+        read_model_folder(args.model)  # raises: names the folder and what --model takes
     return args.checkpoint or args.model
 
 
@@ -102,7 +106,9 @@ def open_model(
         config = folder.config
         trusted = trusted or signed_here(config["data"], config.get("signature"))
         rule = PathRule(path / "cgr_config.json", path, data_roots, trusted, relative_to=path)
-        return OpenedModel(path, rule.data_settings(config["data"], dev_file), folder=folder)
+        data = rule.data_settings(config["data"], dev_file)
+        check_corpus_files(data, path / "cgr_config.json")
+        return OpenedModel(path, data, folder=folder)
     checkpoint = read_checkpoint(path)
     trusted = trusted or checkpoint_signed_here(checkpoint)
     rule = PathRule(path, path.parent, data_roots, trusted)
@@ -110,7 +116,20 @@ def open_model(
     for field in ("reader_model", "retriever_model"):
         if isinstance(name := (checkpoint.get("hyper_parameters") or {}).get(field), str):
             rule.check_model_name(f"model.{field}", name)
+    check_corpus_files(data, path)
     return OpenedModel(path, data, checkpoint=checkpoint, query_encoder=query_encoder)
+
+
+def check_corpus_files(data: dict, source: Path) -> None:
+    """The corpus and open book a model reads, checked before any model loads: plain files (or
+    folders of tables), within the size rule, and (when small enough to read twice cheaply)
+    every line within the fact limit (cgr.data.corpus.check_corpus_files)."""
+    from cgr.data.corpus import check_corpus_files as check
+
+    retrieval = data.get("retrieval") or {}
+    if retrieval.get("method") in {"none", "gold"}:
+        return
+    check([*(retrieval.get("corpus") or []), *filter(None, [retrieval.get("open_book")])])
 
 
 def _load_folder(folder: ModelFolder, device: str):

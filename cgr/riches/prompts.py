@@ -5,11 +5,11 @@ benchmark text leaks into them. `keywords: false` drops the keyword thoughts (Ta
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from cgr.data import jsonio
 from cgr.data.loaders import require_file
 
 _KEYWORD = re.compile(r"keyword: [^«]*?(?=«)")
@@ -25,7 +25,7 @@ class RichesPrompt:
     def from_file(
         cls, path: str | Path, hops: str = "multi_hop", keywords: bool = True
     ) -> RichesPrompt:
-        data = json.loads(require_file(path, "riches demonstrations").read_text(encoding="utf-8"))
+        data = jsonio.loads(require_file(path, "riches demonstrations").read_text(encoding="utf-8"))
         if hops not in data:
             raise ValueError(f"{path}: no {hops!r} demonstrations (has {sorted(data)})")
         instruction = data["instruction"] if keywords else data["instruction_without_keywords"]

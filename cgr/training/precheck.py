@@ -31,9 +31,6 @@ SECTIONS = {  # top-level key -> (module, class) whose __init__ names its keys
 }
 
 
-CORPUS_READ_LIMIT = 100 * 2**20  # bytes; a larger corpus is checked when training reads it
-
-
 class Unreadable(Exception):
     """The command line holds something this check does not model: leave it to LightningCLI."""
 
@@ -262,7 +259,7 @@ def check_model_numbers(model) -> None:
 def check_data_files(data: dict) -> None:
     """Question files read as training reads them (OBQA's 4,957: 0.06 s); corpora too when
     small enough that reading them twice costs little (the usual science corpus: 0.6 s)."""
-    from cgr.data.corpus import Corpus
+    from cgr.data.corpus import check_corpus_files
     from cgr.data.loaders import load_multiple_choice
 
     train = data.get("train_file")
@@ -273,8 +270,5 @@ def check_data_files(data: dict) -> None:
     retrieval = data.get("retrieval") or {}
     if retrieval.get("method") in {"none", "gold"}:
         return
-    corpora = [*(retrieval.get("corpus") or []), *filter(None, [retrieval.get("open_book")])]
-    files = [Path(p) for p in corpora if Path(p).is_file()]
-    if sum(f.stat().st_size for f in files) <= CORPUS_READ_LIMIT:
-        for path in files:
-            Corpus.from_files([path])
+    check_corpus_files([*(retrieval.get("corpus") or []),
+                        *filter(None, [retrieval.get("open_book")])])  # fmt: skip

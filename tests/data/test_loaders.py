@@ -261,3 +261,43 @@ def test_a_corpus_line_longer_than_a_fact_is_refused_naming_file_and_line(tmp_pa
     corpus.write_text("the sun is a star\n" + "x " * 50_000 + "\n")
     with pytest.raises(DataFormatError, match=r"facts.txt:2: .*99,999 characters \(at most 20,000"):
         Corpus.from_files([corpus])
+
+
+def test_a_hotpotqa_answer_given_as_a_list_is_refused_and_named(tmp_path, capsys):
+    from collections import Counter
+
+    from cgr.data.loaders import load_lenient
+
+    good = {"_id": "h1", "question": "Who?", "answer": "Ann", "context": [["T", ["Ann."]]]}
+    bad = {**good, "_id": "h2", "answer": ["Bob", "Rob"]}
+    path = tmp_path / "hp.json"
+    path.write_text(json.dumps([good, bad]))
+    counters = Counter()
+    assert [q.id for q in load_lenient(str(path), counters)] == ["h1"]
+    out = capsys.readouterr().out
+    assert f"skipped: {path} [1] (record 'h2'): field 'answer': expected text, got list" in out
+    path.write_text(json.dumps([bad, {**bad, "_id": "h3"}]))
+    with pytest.raises(DataFormatError, match="no well-formed record \\(of 2; 2 malformed"):
+        load_lenient(str(path), Counter())
+
+
+def test_a_fifo_device_or_folder_is_named_not_opened(tmp_path):
+    import os
+
+    from cgr.data.loaders import require_file
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for path, problem in ((fifo, "not a plain file"), (tmp_path, "a folder"),
+                          (tmp_path / "nope", "file not found")):  # fmt: skip
+        with pytest.raises(DataFormatError, match=problem):
+            require_file(path)
+
+
+def test_deeply_nested_json_is_one_line(tmp_path):
+    from cgr.data.loaders import load_multiple_choice
+
+    path = tmp_path / "q.jsonl"
+    path.write_text("[" * 100_000 + "\n")
+    with pytest.raises(DataFormatError, match=":1: field '<json>': invalid JSON \\(nested too deeply"):
+        load_multiple_choice(path)

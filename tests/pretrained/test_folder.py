@@ -68,3 +68,62 @@ def test_every_model_loader_call_refuses_remote_code():
             if not (direct or via_kwargs):
                 missing.append(f"{Path(path).relative_to(ROOT)}:{node.lineno}")
     assert missing == []
+
+
+def _safetensors(path, tensors=None):
+    import torch
+    from safetensors.torch import save_file
+
+    save_file(tensors or {"w": torch.zeros(4, 4)}, str(path))
+    return path
+
+
+def test_a_cut_or_lying_safetensors_file_is_named(tmp_path):
+    from cgr.pretrained.folder import _check_safetensors
+
+    good = _safetensors(tmp_path / "good.safetensors")
+    _check_safetensors(good)
+    data = good.read_bytes()
+    cut = tmp_path / "cut.safetensors"
+    cut.write_bytes(data[:-20])  # the header intact, the data short
+    with pytest.raises(ConfigError, match="offsets .* do not fit the data"):
+        _check_safetensors(cut)
+    lying = tmp_path / "lying.safetensors"
+    lying.write_bytes(data.replace(b'"data_offsets":[0,64]', b'"data_offsets":[0,99]'))
+    with pytest.raises(ConfigError, match="not a readable safetensors file"):
+        _check_safetensors(lying)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("config.json", json.dumps({"model_type": "bert", "vocab_size": 10**10}), "vocab_size 10000000000 is out of range"),
+        ("config.json", "[" * 100_000 + "]" * 100_000, "not a readable model config"),
+        ("tokenizer.json", "{not json", "not a readable tokenizer"),
+    ],
+)  # fmt: skip
+def test_model_numbers_and_tokenizers_are_checked_before_loading(tmp_path, name, content, message):
+    from cgr.pretrained.folder import check_weights_folder
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    _safetensors(tmp_path / "model.safetensors")
+    check_weights_folder(tmp_path, "the reader", ("config.json",))
+    (tmp_path / name).write_text(content)
+    with pytest.raises(ConfigError, match=message):
+        check_weights_folder(tmp_path, "the reader", ("config.json",))
+
+
+def test_a_module_list_names_only_sentence_transformers_classes(tmp_path):
+    from cgr.pretrained.folder import _check_modules
+
+    for kind, message in (("sentence_transformers.evil", "is not a sentence-transformers class"),
+                          ("sentence_transformers.util.cos_sim", "is not a sentence-transformers class"),
+                          ("sentence_transformers....os", "is not a sentence-transformers class")):  # fmt: skip
+        (tmp_path / "modules.json").write_text(json.dumps([{"type": kind, "path": ""}]))
+        with pytest.raises(ConfigError, match=message):
+            _check_modules(tmp_path)
+    (tmp_path / "modules.json").write_text(
+        json.dumps([{"type": "sentence_transformers.models.Pooling", "path": "../../etc"}])
+    )
+    with pytest.raises(ConfigError, match="leaves the folder"):
+        _check_modules(tmp_path)
