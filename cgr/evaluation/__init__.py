@@ -1,3 +1,3 @@
 """Evaluation: score a question file with a trained checkpoint and write predictions."""
 
-QUERY_ENCODERS = ("auto", "trained", "base")  # which encoder a CGR checkpoint retrieves with
+from cgr.pretrained.loading import QUERY_ENCODERS  # noqa: F401 - the command line's choices

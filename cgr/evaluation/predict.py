@@ -19,36 +19,16 @@ from cgr.errors import ConfigError
 from cgr.evaluation.prediction import Prediction
 from cgr.evidence.pipeline import EvidencePipeline
 from cgr.files import open_no_follow, require_writable_dir, require_writable_file
-from cgr.pretrained.source import check_query_encoder
+from cgr.pretrained.loading import (  # noqa: F401 - the public names they had here
+    check_query_encoder,
+    load_module,
+    module_class,
+    retrieval_encoder,
+)
 from cgr.training.datamodule import QADataModule
-from cgr.training.module import ReaderModule
 
 if TYPE_CHECKING:
     from cgr.pretrained.source import OpenedModel
-
-
-def retrieval_encoder(module, checkpoint: dict, query_encoder: str = "auto"):
-    """The query encoder a CGR checkpoint retrieves its evidence with; None: the base encoder
-    the data settings name (and any reader-only checkpoint). "auto": the evidence snapshot the
-    reader's last training epoch read (saved with the checkpoint; none before the first refresh,
-    so the base encoder), which is also what its val/acc was measured on; "trained": the query
-    encoder as training left it; "base": the one it started from. Checkpoints written before
-    snapshots were saved read "auto" as the trained encoder once a refresh had run."""
-    from cgr.training.callbacks import training_evidence_refreshed
-
-    check_query_encoder(query_encoder)
-    if not hasattr(module, "query_encoder") or query_encoder == "base":
-        return None
-    if query_encoder == "trained":
-        return module.query_encoder.eval()
-    snapshot = module.evidence_snapshot_encoder()
-    if snapshot is not None:
-        return snapshot
-    # no snapshot: the base encoder, unless the checkpoint predates snapshots and a refresh ran
-    every_n = (checkpoint.get("hyper_parameters") or {}).get("refresh_evidence_every_n_epochs", 1)
-    if training_evidence_refreshed(int(checkpoint.get("epoch", 0)), int(every_n or 0)):
-        return module.query_encoder.eval()
-    return None
 
 
 def _datamodule_for(
@@ -71,34 +51,6 @@ def _datamodule_for(
         retrieval_batch_size=pipeline.retrieval_batch_size,
         **rest,
     )
-
-
-def module_class(checkpoint: dict):
-    """ReaderModule or CGRModule, from the class LightningCLI recorded (or the weights)."""
-    from cgr.training.cgr_module import CGRModule
-
-    path = (checkpoint.get("hyper_parameters") or {}).get("_class_path", "")
-    if path.endswith("CGRModule") or any(
-        k.startswith("query_encoder.") for k in checkpoint["state_dict"]
-    ):
-        return CGRModule
-    return ReaderModule
-
-
-def load_module(path: str | Path, checkpoint: dict, device: str = "cpu"):
-    """The trained module of a checkpoint read with `read_checkpoint` (weights_only=True).
-    transformers' load report is silenced: it lists the new multiple-choice head as missing
-    before the checkpoint's trained head replaces it."""
-    from transformers.utils import logging as hf_logging
-
-    level = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
-        return module_class(checkpoint).load_from_checkpoint(
-            str(path), map_location=device, weights_only=True
-        )
-    finally:
-        hf_logging.set_verbosity(level)
 
 
 class PredictionWriter(pl.Callback):

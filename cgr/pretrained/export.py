@@ -16,7 +16,7 @@ from pathlib import Path
 from cgr.errors import ConfigError
 from cgr.files import require_writable_dir
 from cgr.pretrained.folder import CONFIG, FORMAT, FORMAT_VERSION
-from cgr.pretrained.signing import sign
+from cgr.signing import sign
 
 DTYPES = ("float32", "float16", "bfloat16")
 CORPUS_MODES = ("copy", "reference")

@@ -1,7 +1,7 @@
 """The file paths a checkpoint or model folder stores (corpus, open book, AMR model, dev file,
 caches, local model folders) are data from whoever wrote it. A file is read only inside the
 model's own folder, inside a root the user names (`--data-root`, `data_roots=`), or when this
-user's cgr signed the settings (cgr.pretrained.signing): otherwise one line says which setting
+user's cgr signed the settings (cgr.signing): otherwise one line says which setting
 names which path and how to allow it, before any model loads. Cache folders of a model signed
 elsewhere are not written to: the package's default caches are used instead.
 

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cgr.errors import ConfigError
-from cgr.evaluation import QUERY_ENCODERS
 from cgr.pretrained.folder import ModelFolder, read_model_folder
+from cgr.pretrained.loading import check_query_encoder
 from cgr.pretrained.paths import PathRule
-from cgr.pretrained.signing import checkpoint_signed_here, signed_here
+from cgr.signing import checkpoint_signed_here, signed_here
 
 
 @dataclass
@@ -23,7 +23,7 @@ class OpenedModel:
     data: dict  # the data settings, stored paths checked
     checkpoint: dict | None = None  # a checkpoint's content (weights_only read)
     folder: ModelFolder | None = None
-    query_encoder: str = "auto"  # a checkpoint's choice (cgr.evaluation.predict.retrieval_encoder)
+    query_encoder: str = "auto"  # a checkpoint's choice (cgr.pretrained.loading.retrieval_encoder)
 
     @property
     def output_dir(self) -> Path:
@@ -38,7 +38,7 @@ class OpenedModel:
         """(reader module, query encoder or None): None retrieves with the configured encoder."""
         if self.folder is not None:
             return _load_folder(self.folder, device)
-        from cgr.evaluation.predict import load_module, retrieval_encoder
+        from cgr.pretrained.loading import load_module, retrieval_encoder
 
         module = load_module(self.path, self.checkpoint, device)
         return module, retrieval_encoder(module, self.checkpoint, self.query_encoder)
@@ -54,14 +54,6 @@ def data_settings(checkpoint: dict) -> dict:
     if not hparams or "retrieval" not in hparams:
         raise ConfigError("checkpoint has no data settings (was it written by `cgr train`?)")
     return hparams
-
-
-def check_query_encoder(query_encoder: str) -> None:
-    """One of QUERY_ENCODERS, checked before any model loads."""
-    if query_encoder not in QUERY_ENCODERS:
-        raise ConfigError(
-            f"query_encoder must be one of {', '.join(QUERY_ENCODERS)}, not {query_encoder!r}"
-        )
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:

@@ -90,7 +90,7 @@ class ReaderModule(pl.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """Signs the stored settings (this user's checkpoints name their files as they chose:
         cgr.pretrained.paths) and keeps the dev accuracy it was saved at (the model card's)."""
-        from cgr.pretrained.signing import SIGNATURE, checkpoint_settings, sign
+        from cgr.signing import SIGNATURE, checkpoint_settings, sign
 
         checkpoint[SIGNATURE] = sign(checkpoint_settings(checkpoint))
         metrics = self._trainer.callback_metrics if self._trainer else {}

@@ -37,7 +37,7 @@ class Unreadable(Exception):
 
 def precheck(argv: list[str]) -> None:
     """Raise ConfigError / DataFormatError for what the command line gets wrong; else return."""
-    from cgr.pretrained.signing import check_key_file
+    from cgr.signing import check_key_file
 
     check_key_file()  # checkpoints are signed with it: an unsafe key is refused now, not at save
     try:

@@ -299,5 +299,7 @@ def test_deeply_nested_json_is_one_line(tmp_path):
 
     path = tmp_path / "q.jsonl"
     path.write_text("[" * 100_000 + "\n")
-    with pytest.raises(DataFormatError, match=":1: field '<json>': invalid JSON \\(nested too deeply"):
+    with pytest.raises(
+        DataFormatError, match=":1: field '<json>': invalid JSON \\(nested too deeply"
+    ):
         load_multiple_choice(path)

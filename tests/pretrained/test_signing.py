@@ -6,7 +6,7 @@ import pytest
 
 from cgr.errors import ConfigError
 from cgr.pretrained.paths import PathRule
-from cgr.pretrained.signing import key_file, sign, signed_here
+from cgr.signing import key_file, sign, signed_here
 
 
 @pytest.fixture
