@@ -478,6 +478,15 @@ def serve_checks(folder: Path, work: Path) -> tuple[int, str, str]:
             return status
 
         own = f"{host}:{port}"
+        deadline = time.time() + 300  # the model loads after the port is bound
+        while True:
+            try:
+                ask("GET", "/api/health", own)
+                break
+            except OSError:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(1)
         if (status := ask("GET", "/api/health", "evil.example")) != 400:
             problems.append(f"Host evil.example answered {status}")
         if (status := ask("GET", "/api/health", own)) != 200:
@@ -582,7 +591,10 @@ def main() -> int:
             check = options.pop("check", None)
             start = time.perf_counter()
             if "call" in options:  # a case that runs its own processes (cgr serve)
-                code, out, err = options["call"]()
+                try:
+                    code, out, err = options["call"]()
+                except Exception as e:  # noqa: BLE001 - the case failed; the others still run
+                    code, out, err = 1, "", f"error: the case itself failed: {e!r}"
             else:
                 code, out, err = run(argv, **options)
             seconds = time.perf_counter() - start  # the whole process: start-up and imports too

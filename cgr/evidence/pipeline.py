@@ -60,6 +60,7 @@ class EvidencePipeline:
         self._relevance = None
         self._books: dict[tuple[str, ...], frozenset[str]] = {}  # files -> their text keys
         self._query_model = None  # a trained query encoder (CGR) replacing the configured one
+        self._base_encoder = None  # the configured encoder, shared by retrieval and relevance
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any], **overrides) -> EvidencePipeline:
@@ -138,17 +139,30 @@ class EvidencePipeline:
     def retriever(self):
         """The configured retriever (built on first use; None for `none` and `gold`)."""
         if self._retriever is None and self._reads_pools():
-            self._retriever = build_retriever(self.retrieval, self.device)
+            self._retriever = build_retriever(self.retrieval, self.device, self._base())
             if self._query_model is not None and hasattr(self._retriever, "encoder"):
-                self._retriever.encoder.model = self._query_model
+                self._retriever.encoder = self._base().with_model(self._query_model)
         return self._retriever
+
+    def _base(self):
+        """The base encoder, one per pipeline (loaded on first use): it encodes the corpus
+        when the cache lacks it and the relevance queries; a trained query encoder replaces it
+        for retrieval queries only."""
+        if self._base_encoder is None:
+            from cgr.retrieval.encoders import TextEncoder
+
+            cfg = self.retrieval
+            self._base_encoder = TextEncoder(
+                cfg.encoder, cfg.encode_batch_size, cfg.max_query_length, self.device
+            )
+        return self._base_encoder
 
     def set_device(self, device) -> None:
         """Encode (and search) on `device` from now on; parts built earlier are rebuilt there."""
         if str(device) == str(self.device):
             return
         self.device = device
-        self._retriever, self._relevance = None, None
+        self._retriever, self._relevance, self._base_encoder = None, None, None
 
     def fact_vector_sources(self) -> list:
         """(corpus, cached vectors) of the corpus and the open book, for CGR's frozen fact
@@ -208,14 +222,10 @@ class EvidencePipeline:
         if self._relevance is None:
             from cgr.data.corpus import Corpus
             from cgr.evidence.relevance import HypothesisRelevance
-            from cgr.retrieval.encoders import TextEncoder
 
             cfg = self.retrieval
-            encoder = TextEncoder(
-                cfg.encoder, cfg.encode_batch_size, cfg.max_query_length, self.device
-            )
             corpus = Corpus.from_files(cfg.corpus) if cfg.corpus else None
-            self._relevance = HypothesisRelevance(encoder, corpus, cfg.cache_dir)
+            self._relevance = HypothesisRelevance(self._base(), corpus, cfg.cache_dir)
             if self.evidence.order == "retriever":  # the current retriever ranks the pool
                 self._relevance.use_query_model(self._query_model)
         return self._relevance
@@ -224,7 +234,8 @@ class EvidencePipeline:
         """Retrieve with a trained query encoder (a CGR checkpoint) instead of the configured one."""
         self._query_model = model
         if self._retriever is not None and hasattr(self._retriever, "encoder"):
-            self._retriever.encoder.model = model
+            base = self._base()
+            self._retriever.encoder = base if model is None else base.with_model(model)
         if self._relevance is not None and self.evidence.order == "retriever":
             self._relevance.use_query_model(model)
 

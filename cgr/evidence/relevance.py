@@ -7,8 +7,6 @@ next call (chain selection and evidence selection ask for the same ones)."""
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 from cgr.data.corpus import Corpus
@@ -35,11 +33,7 @@ class HypothesisRelevance:
 
     def use_query_model(self, model) -> None:
         """Encode queries with `model` (a trained query encoder; None: the fact encoder)."""
-        if model is None:
-            self.query_encoder = self.encoder
-        else:
-            self.query_encoder = copy.copy(self.encoder)
-            self.query_encoder.model = model
+        self.query_encoder = self.encoder if model is None else self.encoder.with_model(model)
         self._queries = {}
 
     def _fact_vectors(self, facts: list[RetrievedFact]) -> np.ndarray:

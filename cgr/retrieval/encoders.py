@@ -7,6 +7,8 @@ inner product of the FAISS index a cosine similarity, as in the authors' code.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 
@@ -24,13 +26,31 @@ def load_sentence_encoder(name: str, device: str | None = None):
 
 
 class TextEncoder:
-    """Encodes text to normalised float32 vectors without gradients (retrieval time)."""
+    """Encodes text to normalised float32 vectors without gradients (retrieval time). The model
+    loads on first use: a retriever whose corpus vectors are cached and whose queries a trained
+    query encoder encodes never loads the base model (`cgr explain` loaded it twice)."""
 
     def __init__(self, model_name: str, batch_size: int = 64, max_length: int = 128, device=None):
         self.model_name, self.max_length = model_name, max_length
-        self.model = load_sentence_encoder(model_name, device)
-        self.model.max_seq_length = max_length
-        self.batch_size = batch_size
+        self.batch_size, self.device = batch_size, device
+        self._model = None
+
+    @property
+    def model(self):
+        if self._model is None:
+            self._model = load_sentence_encoder(self.model_name, self.device)
+            self._model.max_seq_length = self.max_length
+        return self._model
+
+    @model.setter
+    def model(self, model) -> None:
+        self._model = model
+
+    def with_model(self, model) -> TextEncoder:
+        """This encoder's settings over another model (a trained query encoder)."""
+        other = copy.copy(self)
+        other._model = model
+        return other
 
     @property
     def dim(self) -> int:

@@ -53,8 +53,12 @@ def cached_vectors(cfg: RetrievalConfig, corpus: Corpus) -> ExactVectors | None:
         return None
 
 
-def build_retriever(cfg: RetrievalConfig, device=None) -> Retriever | None:
-    """`device`: where dense retrieval encodes queries (and searches, see `search_backend`)."""
+def build_retriever(
+    cfg: RetrievalConfig, device=None, encoder: TextEncoder | None = None
+) -> Retriever | None:
+    """`device`: where dense retrieval encodes queries (and searches, see `search_backend`);
+    `encoder`: the base encoder to share (it encodes the corpus when its vectors are not
+    cached, and the queries unless a trained query encoder replaces it)."""
     if cfg.method in {"none", "gold"}:
         return None
     corpus = Corpus.from_files(cfg.corpus)
@@ -63,7 +67,9 @@ def build_retriever(cfg: RetrievalConfig, device=None) -> Retriever | None:
         return BM25Retriever(corpus, k=cfg.beam_size)
     if cfg.method == "tfidf":
         return TfidfRetriever(corpus, k=cfg.beam_size)
-    encoder = TextEncoder(cfg.encoder, cfg.encode_batch_size, cfg.max_query_length, device)
+    encoder = encoder or TextEncoder(
+        cfg.encoder, cfg.encode_batch_size, cfg.max_query_length, device
+    )
     main = _dense_source("corpus", corpus, encoder, cfg, device)
     open_book = None
     if cfg.open_book:

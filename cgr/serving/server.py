@@ -324,6 +324,7 @@ def listening_socket(host: str, port: int):
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(2048)  # clients that come before uvicorn runs wait in the backlog
     except OSError as e:
         sock.close()
         raise ConfigError(

@@ -219,3 +219,17 @@ def test_a_reader_checkpoint_exports_without_a_query_encoder(tiny_run, tmp_path,
         "Which energy source is renewable?", ["coal", "a solar panel"]
     )
     assert p.answer in {"A", "B"}
+
+
+def test_a_folder_answers_loading_each_model_once(exported, monkeypatch):
+    """The query encoder from the folder and the base encoder (relevance) once each: the
+    retriever shares the pipeline's base encoder and never loads it for its queries."""
+    from cgr.retrieval import encoders
+
+    loaded = []
+    real = encoders.load_sentence_encoder
+    monkeypatch.setattr(encoders, "load_sentence_encoder",
+                        lambda name, device=None: loaded.append(name) or real(name, device))  # fmt: skip
+    predictor = cgr.Predictor.from_pretrained(exported / "ckpt" / "model")
+    predictor.predict("Which is renewable?", ["coal", "a solar panel"])
+    assert len(loaded) == len(set(loaded)) and len(loaded) <= 2, loaded

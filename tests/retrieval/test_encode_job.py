@@ -93,10 +93,12 @@ def test_sigterm_stops_at_a_chunk_and_keeps_the_chunks_written(tmp_path):
     while not chunks(cache) and time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)
     assert chunks(cache), "no chunk written before the deadline"
+    at_signal = len(chunks(cache))
     proc.send_signal(signal.SIGTERM)
-    start = time.time()
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 143 and time.time() - start < 30
+    _, err = proc.communicate(timeout=600)  # no wall-clock bound: the cores may be shared
+    assert proc.returncode == 143
+    # it stops at a chunk: at most the chunk in progress at the signal is finished after it
+    assert len(chunks(cache)) <= at_signal + 1
     assert "stopped by SIGTERM" in err and "running the same command again" in err
     written = len(chunks(cache))
     assert 1 <= written < 8
