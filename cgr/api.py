@@ -37,10 +37,16 @@ def _device(device: str | None) -> str:
 
 class Predictor:
     """A trained reader (ReaderModule or CGRModule) with the evidence pipeline it was trained
-    with: retrieval, chains and evidence selection exactly as `cgr eval` runs them."""
+    with: retrieval, chains and evidence selection exactly as `cgr eval` runs them.
+    `chain_order`: "support" ranks each choice's chains by the reader's support (the first
+    `support_candidates` of the search's order are scored; cgr.evaluation.support), "search"
+    keeps the chain search's order and only reports the support."""
 
     def __init__(self, module, pipeline: EvidencePipeline, batch_size: int = 16):
+        from cgr.evaluation.support import CANDIDATES
+
         self.module, self.pipeline, self.batch_size = module.eval(), pipeline, batch_size
+        self.chain_order, self.support_candidates = "support", CANDIDATES
 
     @property
     def batch_size(self) -> int:
@@ -123,11 +129,13 @@ class Predictor:
     def predict_examples(self, examples: list[ReaderExample]) -> list[Prediction]:
         """Scores examples that already hold their evidence (`self.pipeline`'s output, e.g.
         one pool selected two ways)."""
+        from cgr.evaluation.support import predictions
+
         out: list[Prediction] = []
         for start in range(0, len(examples), self.batch_size):
             batch = examples[start : start + self.batch_size]
-            for example, scores in self.module.predict_step(batch, start // self.batch_size):
-                out.append(Prediction.from_example(example, scores))
+            scored = self.module.predict_step(batch, start // self.batch_size)
+            out += predictions(self.module, scored, self.chain_order, self.support_candidates)
         return out
 
 

@@ -48,7 +48,7 @@ def export_record(prediction: dict) -> dict:
                 "chains": [_with_words(c, choice, numbers) for c in chains],
             }
         )
-    return {
+    record = {
         "id": prediction["id"],
         "question": prediction["question"],
         "predicted": prediction["predicted"],
@@ -57,6 +57,33 @@ def export_record(prediction: dict) -> dict:
         "facts": facts,
         "choices": choices,
     }
+    if why := prediction.get("contrast"):
+
+        def numbered(text: str) -> int:
+            known = next((f["n"] for f in facts if f["text"] == text), None)
+            if known is None:
+                known = len(facts) + 1
+                facts.append({"n": known, "id": text, "text": text})
+            return known
+
+        record["contrast"] = {**why, "line": contrast_line(why, numbered)}
+    return record
+
+
+UNSUPPORTED = "links words, does not support"
+
+
+def contrast_line(why: dict, number) -> str:
+    """The contrast (cgr.evaluation.support.contrast) as one line; `number(text)` numbers the
+    facts the answer read first, for "no chain separates ..."."""
+    if why["kind"] != "none":
+        return why["text"]
+    named = [f"[{number(text)}]" for text in why.get("facts") or []]
+    rests = f"facts {', '.join(named)}" if named else "the facts it read"
+    return (
+        f"no chain separates ({why['answer']}) from ({why['runner_up']}); the reader's "
+        f"choice rests on {rests}"
+    )
 
 
 def page_record(prediction: dict) -> dict:
@@ -87,7 +114,8 @@ def page_record(prediction: dict) -> dict:
     ):
         read = choice.get("facts") or []
         texts = {f["n"]: f["text"] for f in facts}
-        chains = [{"facts": [numbers[f] for f in c["facts"]], "links": c["links"]}
+        chains = [{"facts": [numbers[f] for f in c["facts"]], "links": c["links"],
+                   **({"support": c["support"]} if "support" in c else {})}
                   for c in choice.get("chains") or []]  # fmt: skip
         paths = merge_paths(chains, texts, choice["text"])
         ends = {"q": prediction["question"], "a": f"({choice['label']}) {choice['text']}"}
@@ -99,10 +127,25 @@ def page_record(prediction: dict) -> dict:
             # the best fact read, for a choice without chains (the rest: chains.jsonl)
             "first_read": number(read[0].get("fact_id") or read[0]["text"], read[0]["text"]) if read else None,
             "paths": len(paths), "shortest": min((len(p["facts"]) for p in paths), default=0),
+            **_support_summary(choice.get("chains") or []),
             "graph": graphs[0], "graph_all": graphs[1],
         })  # fmt: skip
     keep = ("id", "question", "predicted", "answer", "correct")
-    return {**{k: prediction[k] for k in keep}, "facts": facts, "choices": choices}
+    record = {**{k: prediction[k] for k in keep}, "facts": facts, "choices": choices}
+    if why := prediction.get("contrast"):
+        by_text = {f["text"]: fid for fid, f in found.items()}
+        record["contrast"] = contrast_line(why, lambda t: number(by_text.get(t, t), t))
+    return record
+
+
+def _support_summary(chains: list[dict]) -> dict:
+    """A choice's chains as the page states them: how many were scored, how many support it,
+    the best support (none when no chain was scored)."""
+    scored = [c["support"] for c in chains if "support" in c]
+    if not scored:
+        return {}
+    return {"scored": len(scored), "supporting": sum(bool(c.get("supports")) for c in chains),
+            "best_support": round(max(scored), 3)}  # fmt: skip
 
 
 def _with_words(chain: dict, choice: dict, numbers: dict[str, int]) -> dict:

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 import pytorch_lightning as pl
 
 from cgr.errors import ConfigError
-from cgr.evaluation.prediction import Prediction
 from cgr.evidence.pipeline import EvidencePipeline
 from cgr.files import open_no_follow, require_writable_dir, require_writable_file
 from cgr.pretrained.loading import (  # noqa: F401 - the public names they had here
@@ -53,6 +52,10 @@ def _datamodule_for(
     )
 
 
+# chains per choice scored for support in `cgr eval` (5: the shown ones and a few to rank)
+SUPPORT_CANDIDATES = 5
+
+
 class PredictionWriter(pl.Callback):
     """Writes each batch's predictions as it is scored, to OUT.partial, renamed to OUT when
     all are written: a full disk (or a size limit) mid-eval stops with one line naming the
@@ -69,7 +72,7 @@ class PredictionWriter(pl.Callback):
         return self
 
     def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
-        rows = [prediction_record(ex, scores) for ex, scores in outputs]
+        rows = prediction_records(pl_module, outputs)
         try:
             self._file.writelines(json.dumps(r) + "\n" for r in rows)
             self._file.flush()
@@ -98,8 +101,11 @@ class OutputError(ConfigError):
     pass
 
 
-def prediction_record(example, scores: list[float]) -> dict:
-    return Prediction.from_example(example, scores).to_dict()
+def prediction_records(module, outputs: list) -> list[dict]:
+    """predict_step's (example, scores) pairs as records, chains scored and ranked by support."""
+    from cgr.evaluation.support import predictions
+
+    return [p.to_dict() for p in predictions(module, outputs, "support", SUPPORT_CANDIDATES)]
 
 
 @dataclass

@@ -19,6 +19,8 @@ class ChoicePrediction:
     hypothesis: str
     facts: list[RetrievedFact] = field(default_factory=list)  # the facts read, in reading order
     chains: list[Chain] = field(default_factory=list)  # best first
+    # the reader's support of each of the first len(support) chains (cgr.evaluation.support)
+    support: list[float] = field(default_factory=list)
 
     @property
     def fact_texts(self) -> list[str]:
@@ -32,6 +34,7 @@ class Prediction:
     answer: str  # the predicted label
     choices: list[ChoicePrediction]
     gold: str | None = None  # the answer key's label, when the file has one
+    contrast: dict | None = None  # why the answer and not the runner-up (support.contrast)
 
     @property
     def correct(self) -> bool | None:
@@ -46,24 +49,35 @@ class Prediction:
         return {c.label: c.score for c in self.choices}
 
     @classmethod
-    def from_example(cls, example: ReaderExample, scores: list[float]) -> Prediction:
-        """`example` as the reader module's predict_step returns it (facts = the facts read)."""
+    def from_example(
+        cls, example: ReaderExample, scores: list[float], support: list[list[float]] | None = None
+    ) -> Prediction:
+        """`example` as the reader module's predict_step returns it (facts = the facts read);
+        `support`: per choice, its chains' support (cgr.evaluation.support), chains in order."""
+        from cgr.evaluation.support import contrast
+
         best = max(range(len(scores)), key=scores.__getitem__)
         chains = example.chains or [[] for _ in example.choices]
+        support = support or [[] for _ in example.choices]
         choices = [
-            ChoicePrediction(label, text, score, hyp, list(facts), list(ch))
-            for label, text, score, hyp, facts, ch in zip(
+            ChoicePrediction(label, text, score, hyp, list(facts), list(ch), list(sup))
+            for label, text, score, hyp, facts, ch, sup in zip(
                 example.labels,
                 example.choices,
                 scores,
                 example.hypotheses,
                 example.facts,
                 chains,
+                support,
                 strict=True,
             )
         ]
         gold = None if example.answer_index is None else example.labels[example.answer_index]
-        return cls(example.question_id, example.question, example.labels[best], choices, gold)
+        why = None
+        if any(support):
+            read = [[f.text for f in facts] for facts in example.facts]
+            why = contrast(example.labels, scores, chains, support, read)
+        return cls(example.question_id, example.question, example.labels[best], choices, gold, why)
 
     def to_dict(self) -> dict:
         return {
@@ -79,8 +93,21 @@ class Prediction:
                     "score": c.score,
                     "hypothesis": c.hypothesis,
                     "facts": [f.to_dict() for f in c.facts],
-                    "chains": [ch.to_dict() for ch in c.chains],
+                    "chains": [
+                        {**ch.to_dict(), **_support_fields(c.support, k)}
+                        for k, ch in enumerate(c.chains)
+                    ],
                 }
                 for c in self.choices
             ],
+            **({"contrast": self.contrast} if self.contrast else {}),
         }
+
+
+def _support_fields(support: list[float], k: int) -> dict:
+    """A chain's support and whether it is shown as supporting (none when it was not scored)."""
+    from cgr.evaluation.support import supported
+
+    if k >= len(support):
+        return {}
+    return {"support": round(support[k], 4), "supports": supported(support[k])}

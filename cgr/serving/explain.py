@@ -6,11 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from cgr.chains.drawing import to_svg
-from cgr.chains.export import export_record, page_record, write_exports
+from cgr.chains.export import UNSUPPORTED, export_record, page_record, write_exports
 from cgr.evaluation.prediction import Prediction
 from cgr.files import atomic_write_text, require_writable_dir, require_writable_file
 from cgr.serving import checkpoint_parser, load_predictor
 from cgr.terminal import terminal_safe
+
+
+def support_note(chain: dict) -> str:
+    """How a chain is shown: its support, and plainly when it does not support its choice."""
+    if "support" not in chain:
+        return ""
+    return f"  support {chain['support']:.2f}" + ("" if chain["supports"] else f" ({UNSUPPORTED})")
 
 
 def explanation(prediction: Prediction, max_chains: int = 3) -> list[str]:
@@ -29,9 +36,13 @@ def explanation(prediction: Prediction, max_chains: int = 3) -> list[str]:
             f"{mark} ({choice['label']}) {choice['text']}  score {choice['score']:.3f}  "
             f"{len(chains)} chain(s), {len(choice['facts_read'])} fact(s) read"
         )
-        lines.extend(f"      {chain['rendered']}" for chain in chains[:max_chains])
+        lines.extend(
+            f"      {chain['rendered']}{support_note(chain)}" for chain in chains[:max_chains]
+        )
         if not chains and choice["facts_read"]:
             lines.append(f"      no chain; best fact read: {choice['facts_read'][0]}")
+    if why := record.get("contrast"):
+        lines.append(f"why ({why['answer']}), not ({why['runner_up']}): {why['line']}")
     if record["facts"]:
         lines.append("facts:")
         lines.extend(f"  [{f['n']}] {f['text']}" for f in record["facts"])
