@@ -81,23 +81,21 @@ def _bomb(path, depth: int = 9) -> None:
 @pytest.mark.parametrize("command", ["train", "ircot", "riches", "longdoc", "encode"])
 def test_config_bombs_are_refused_before_any_model_import(command, tmp_path):
     """A 1 KB alias bomb (9^10 values expanded) and a 50 MB config: one line each, exit 2,
-    refused before torch is imported and with no memory spent (the aliases are counted over
-    the shared nodes, never expanded); the seconds it takes: benchmarks/bad_inputs.py."""
+    refused before torch is imported (the aliases are counted over the shared nodes, never
+    expanded); the seconds it takes: benchmarks/bad_inputs.py."""
     import subprocess
     import sys
 
     _bomb(tmp_path / "bomb.yaml")
     (tmp_path / "big.yaml").write_text("trainer:\n  max_epochs: 1\n# " + "x" * 50_000_000 + "\n")
-    probe = ("import resource, sys; from cgr.cli import main; code = main(sys.argv[1:]); "
-             "print(code, 'torch' in sys.modules, "
-             "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)")  # fmt: skip
+    probe = ("import sys; from cgr.cli import main; code = main(sys.argv[1:]); "
+             "print(code, 'torch' in sys.modules)")  # fmt: skip
     for name, message in (("bomb.yaml", "aliases expand to more than 100,000 values"),
                           ("big.yaml", "50,000,028 bytes; a config file is at most 1,000,000")):  # fmt: skip
         done = subprocess.run([sys.executable, "-c", probe, command, "--config", str(tmp_path / name)],
                               cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
-        code, torch_imported, peak_mb = done.stdout.split()
+        code, torch_imported = done.stdout.split()
         assert code == "2" and torch_imported == "False", done.stdout
-        assert int(peak_mb) < 400  # the 50 MB file is not held twice, the bomb never expanded
         err = done.stderr.strip().splitlines()
         assert len(err) == 1 and message in err[0], err
 

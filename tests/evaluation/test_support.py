@@ -1,0 +1,81 @@
+"""Chain support: the reader, reading one chain's facts for every choice, judges which choice
+the chain supports; chains are ranked by it and the contrast names what separates the answer
+from the runner-up."""
+
+import pytest
+import torch
+
+from cgr.data.records import Chain
+from cgr.evaluation.support import (
+    SUPPORTED,
+    chain_support,
+    contrast,
+    predictions,
+    rank_by_support,
+)
+from cgr.reader.examples import ReaderExample
+
+
+class WordReader(torch.nn.Module):
+    """A stand-in reader: a choice scores 4 when a fact it reads names the choice's word."""
+
+    def encode(self, batch, device):
+        return batch
+
+    def forward(self, batch):
+        return torch.tensor([[4.0 if any(c in f.text for f in facts) else 0.0
+                              for c, facts in zip(ex.choices, ex.facts, strict=True)]
+                             for ex in batch])  # fmt: skip
+
+
+class Module:
+    reader, device = WordReader(), "cpu"
+
+
+def thermometer() -> ReaderExample:
+    chain = Chain(("f1",), ("thermometer", "measure"), ("a thermometer measures temperature",))
+    wind = Chain(("f2",), ("measure", "wind"), ("an anemometer measures wind speed",))
+    return ReaderExample("q", "What is a thermometer used for?", ["A", "B", "C"],
+                         ["temperature", "length", "wind"], ["h1", "h2", "h3"],
+                         facts=[[], [], []], answer_index=0,
+                         chains=[[chain], [wind, chain], [wind]])  # fmt: skip
+
+
+def test_a_chain_supports_the_choice_it_states_not_the_one_it_is_shown_for():
+    support = chain_support(Module(), [thermometer()])[0]
+    # the thermometer fact supports (A); shown for (B) "length" it supports nothing of (B)
+    assert support[0][0] > SUPPORTED and support[1][1] < 0.1 and support[1][0] < 0.1
+    assert support[2][0] > SUPPORTED  # the wind fact supports (C) "wind"
+
+
+def test_chains_are_ranked_by_support_with_the_search_order_on_ties():
+    ex = thermometer()
+    ranked = rank_by_support(ex, [[0.9], [0.2, 0.2], [0.7]])
+    assert ranked == [[0.9], [0.2, 0.2], [0.7]]
+    assert [c.facts for c in ex.chains[1]] == [("f2",), ("f1",)]  # tie: the search's order
+    ranked = rank_by_support(ex, [[0.9], [0.1, 0.6], [0.7]])
+    assert [c.facts for c in ex.chains[1]] == [("f1",), ("f2",)] and ranked[1] == [0.6, 0.1]
+
+
+@pytest.mark.parametrize(
+    ("support", "kind"),
+    [([[0.9], [0.2]], "answer_only"), ([[0.2], [0.8]], "runner_up_only"),
+     ([[0.9], [0.7]], "both"), ([[0.1], [0.2]], "none")],
+)  # fmt: skip
+def test_the_contrast_names_what_separates_the_answer_from_the_runner_up(support, kind):
+    chains = [[Chain(("f1",), ("a", "b"), ("t1",))], [Chain(("f2",), ("a", "b"), ("t2",))]]
+    why = contrast(["A", "B"], [2.0, 1.0], chains, support, [["read 1", "read 2"], ["x"]])
+    assert why["kind"] == kind and why["answer"] == "A" and why["runner_up"] == "B"
+    if kind == "none":
+        assert why["facts"] == ["read 1", "read 2"]
+
+
+def test_predictions_carry_support_and_a_contrast():
+    ex = thermometer()
+    prediction = predictions(Module(), [(ex, [3.0, 1.0, 0.5])])[0]
+    record = prediction.to_dict()
+    second = record["choices"][1]["chains"]
+    assert [c["supports"] for c in second] == [False, False]
+    assert record["contrast"]["kind"] == "answer_only"
+    kept = predictions(Module(), [(thermometer(), [3.0, 1.0, 0.5])], order="search")[0]
+    assert [c.facts for c in kept.choices[1].chains] == [("f2",), ("f1",)]
