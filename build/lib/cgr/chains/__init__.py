@@ -1,0 +1,1 @@
+"""Reasoning chains: semantic graph from AMRs, bounded chain search, export."""

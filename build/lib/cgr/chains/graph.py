@@ -1,0 +1,67 @@
+"""The semantic graph of one hypothesis (paper §2.2), as a networkx graph.
+
+Nodes are concepts. Question nodes are the concepts shared by all J hypothesis AMRs of the
+question; answer nodes are this hypothesis' other concepts. Hypothesis edges are kept except
+those between a question and an answer node; every fact-AMR edge is kept. Nodes of the same
+concept merge across AMRs, and each node and edge remembers the facts it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from cgr.chains.concepts import AMRConcepts
+
+HYPOTHESIS = "H"
+
+
+@dataclass
+class SemanticGraph:
+    graph: nx.Graph
+    question_nodes: set[str]
+    answer_nodes: set[str]
+    hypothesis_nodes: set[str]
+    fact_concepts: dict[str, set[str]] = field(default_factory=dict)
+
+    def facts_of(self, node: str) -> set[str]:
+        return self.graph.nodes[node]["facts"] if node in self.graph else set()
+
+
+def question_concepts(hypotheses: list[AMRConcepts]) -> set[str]:
+    """Concepts shared by all J hypothesis AMRs of one question."""
+    sets = [h.concepts for h in hypotheses if h.concepts]
+    return set.intersection(*sets) if sets else set()
+
+
+def build_semantic_graph(
+    hypothesis: AMRConcepts, question_nodes: set[str], facts: dict[str, AMRConcepts]
+) -> SemanticGraph:
+    graph = nx.Graph()
+    q_nodes = hypothesis.concepts & question_nodes
+    a_nodes = hypothesis.concepts - question_nodes
+    for concept in hypothesis.concepts:
+        graph.add_node(concept, facts=set(), role="question" if concept in q_nodes else "answer")
+    for a, _, b in hypothesis.edges:
+        if a in hypothesis.concepts and b in hypothesis.concepts and a != b:
+            if (a in q_nodes) != (b in q_nodes):
+                continue  # the edges between question and answer nodes are dropped (Fig. 2)
+            graph.add_edge(a, b, facts={HYPOTHESIS})
+    fact_concepts: dict[str, set[str]] = {}
+    for fid in sorted(facts):
+        amr = facts[fid]
+        if not amr.concepts:
+            continue
+        fact_concepts[fid] = set(amr.concepts)
+        for concept in amr.concepts:
+            if concept not in graph:
+                graph.add_node(concept, facts=set(), role="fact")
+            graph.nodes[concept]["facts"].add(fid)
+        for a, _, b in amr.edges:
+            if a in amr.concepts and b in amr.concepts and a != b:
+                if graph.has_edge(a, b):
+                    graph.edges[a, b]["facts"].add(fid)
+                else:
+                    graph.add_edge(a, b, facts={fid})
+    return SemanticGraph(graph, q_nodes, a_nodes, set(hypothesis.concepts), fact_concepts)

@@ -1,0 +1,1 @@
+"""Records, loaders and hypothesis generation: the first stage of the data flow."""

@@ -1,0 +1,129 @@
+"""Does a chain support the choice it is shown for? The trained reader judges it: the chain's
+facts alone are offered to every choice of the question, and the chain's support for its
+choice is the reader's probability of that choice over all of them (softmax). A chain that
+only links words ("an anemometer is used to measure wind speed", shown for "balance") gives
+its choice no more than the others; a fact that contradicts the choice ("a thermometer is used
+to measure temperature", shown for "to measure length") gives the probability to the choice
+it does state. Why the reader and not word or concept coverage: each choice's pool is
+retrieved for that choice, so its chains cover it by construction (an AMR coverage score
+separated right from wrong choices with AUC 0.53 on held-out OBQA, no better than "has a
+chain"); benchmarks/chain_quality.py --support measures this signal against that one.
+
+A chain is shown as supporting when its support reaches SUPPORTED; below it, as "links words,
+does not support". Chains are ranked by support, the search's order breaking ties
+(`order="support"`); `order="search"` keeps the chain search's order (data.chains.chain_order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+
+from cgr.data.records import Chain
+from cgr.reader.examples import ReaderExample
+from cgr.retrieval.base import RetrievedFact
+
+# the reader, reading only the chain, prefers its choice over all the others together; chosen
+# on OBQA train (benchmarks/chain_quality.py --support prints the threshold train calibrates)
+SUPPORTED = 0.5
+CANDIDATES = 10  # chains per choice scored (the search's best): the ranking reorders these
+ORDERS = ("support", "search")
+
+
+def chain_support(
+    module, examples: list[ReaderExample], candidates: int = CANDIDATES, batch_size: int = 32
+) -> list[list[list[float]]]:
+    """Per example and choice, the support of each of its first `candidates` chains."""
+    virtual, where = [], []
+    out = [[[] for _ in ex.choices] for ex in examples]
+    for e, ex in enumerate(examples):
+        for c, chains in enumerate(ex.chains or []):
+            for chain in chains[:candidates]:
+                facts = [RetrievedFact(fid, text, 1.0, 1, "chain")
+                         for fid, text in zip(chain.facts, chain.texts, strict=False)]  # fmt: skip
+                out[e][c].append(0.0)
+                if facts:  # a chain not tied to its pool's texts supports nothing
+                    virtual.append(replace(ex, facts=[facts] * len(ex.choices)))
+                    where.append((e, c, len(out[e][c]) - 1))
+    reader = module.reader
+    for start in range(0, len(virtual), batch_size):
+        batch = virtual[start : start + batch_size]
+        with torch.no_grad():
+            probs = reader(reader.encode(batch, module.device)).float().softmax(-1).cpu()
+        for (e, c, k), row in zip(where[start : start + batch_size], probs, strict=True):
+            out[e][c][k] = float(row[c])
+    return out
+
+
+def rank_by_support(example: ReaderExample, support: list[list[float]]) -> list[list[float]]:
+    """In place: each choice's scored chains ordered by support (the search's order on ties),
+    the unscored ones after them; the supports in the chains' new order."""
+    ranked = []
+    for c, scores in enumerate(support):
+        chains = example.chains[c]
+        order = sorted(range(len(scores)), key=lambda k: -scores[k])
+        example.chains[c] = [chains[k] for k in order] + chains[len(scores) :]
+        ranked.append([scores[k] for k in order])
+    return ranked
+
+
+def supported(score: float | None, threshold: float = SUPPORTED) -> bool:
+    return score is not None and score >= threshold
+
+
+def contrast(
+    labels: list[str], scores: list[float], chains: list[list[Chain]], support: list[list[float]],
+    read: list[list[str]], threshold: float = SUPPORTED,
+) -> dict | None:  # fmt: skip
+    """Why the predicted answer and not the runner-up: the supporting chain one has and the
+    other lacks, or that no chain separates them (then: the facts the answer read first)."""
+    if len(scores) < 2:
+        return None
+    best, second = sorted(range(len(scores)), key=lambda i: -scores[i])[:2]
+
+    def top(i: int) -> tuple[int | None, float]:
+        found = [(k, s) for k, s in enumerate(support[i] if i < len(support) else [])]
+        k, s = max(found, key=lambda pair: pair[1], default=(None, 0.0))
+        return k, s
+
+    (k_best, s_best), (k_second, s_second) = top(best), top(second)
+    a, b = labels[best], labels[second]
+    record = {"answer": a, "runner_up": b, "answer_support": s_best, "runner_up_support": s_second}
+    if supported(s_best, threshold) and not supported(s_second, threshold):
+        record.update(kind="answer_only", chain=list(chains[best][k_best].facts))
+        text = (f"({a}) over ({b}): a chain supports ({a}) (support {s_best:.2f}); no chain "
+                f"of ({b}) supports it (best {s_second:.2f})")  # fmt: skip
+    elif supported(s_second, threshold) and not supported(s_best, threshold):
+        record.update(kind="runner_up_only", chain=list(chains[second][k_second].facts))
+        text = (f"({a}) over ({b}) although only ({b}) has a supporting chain "
+                f"(support {s_second:.2f}); the reader's choice rests on the facts ({a}) read")  # fmt: skip
+    elif supported(s_best, threshold):
+        record.update(kind="both")
+        text = (f"({a}) over ({b}): both have supporting chains (support {s_best:.2f} against "
+                f"{s_second:.2f})")  # fmt: skip
+    else:
+        record.update(kind="none", facts=list(read[best][:2]) if best < len(read) else [])
+        text = f"no chain separates ({a}) from ({b}); the reader's choice rests on the facts ({a}) read"
+    record["text"] = text
+    return record
+
+
+def predictions(module, scored: list[tuple[ReaderExample, list[float]]], order: str = "support",
+                candidates: int = CANDIDATES) -> list:  # fmt: skip
+    """Prediction records' objects for (example, scores) pairs as predict_step returns them:
+    every choice's first `candidates` chains scored for support and, with order "support",
+    ranked by it. The one place training's eval, `cgr eval`, the API, explain and serve meet."""
+    from cgr.evaluation.prediction import Prediction
+
+    if order not in ORDERS:
+        raise ValueError(f"chain order must be one of {ORDERS}, not {order!r}")
+    examples = [ex for ex, _ in scored]
+    support = (chain_support(module, examples, candidates)
+               if candidates and any(ex.chains for ex in examples) else [None] * len(examples))  # fmt: skip
+    out = []
+    for (example, scores), sup in zip(scored, support, strict=True):
+        if sup is not None and order == "support":
+            sup = rank_by_support(example, sup)
+        out.append(Prediction.from_example(example, scores, sup))
+    return out

@@ -1,0 +1,1 @@
+"""pool -> the facts each choice offers the reader: relevance order, de-duplication."""

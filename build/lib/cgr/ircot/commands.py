@@ -1,0 +1,173 @@
+"""`cgr ircot`: run IRCoT (or the OneR / NoR baselines) on a HotpotQA-style file."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from typing import Literal
+
+from cgr.data.loaders import load_lenient
+from cgr.errors import DataFormatError
+from cgr.files import atomic_write_text, require_writable_dir
+from cgr.generation.config import GeneratorConfig, build_generator
+from cgr.ircot.config import METHODS, LoopConfig
+from cgr.runs import partial_results, run_in_chunks
+from cgr.validation import at_least, parsed
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class DemoConfig:
+    file: str = "data/ircot/demos.json"
+    distractors: int = 1  # M
+    token_budget: int = 1200
+    paragraph_words: int = 350
+
+    def __post_init__(self) -> None:
+        at_least("demos.distractors", self.distractors, 0)
+        at_least("demos.token_budget", self.token_budget, 1)
+        at_least("demos.paragraph_words", self.paragraph_words, 1)
+
+
+def build_parser():
+    from jsonargparse import ActionConfigFile, ArgumentParser
+
+    parser = ArgumentParser(
+        prog="cgr ircot",
+        description="IRCoT / OneR / NoR few-shot QA.",
+        allow_abbrev=False,
+        exit_on_error=False,
+    )
+    parser.add_argument("--config", action=ActionConfigFile)
+    parser.add_argument(
+        "--data",
+        type=str,
+        required=True,
+        help="HotpotQA/2Wiki/MuSiQue file (official or IRCoT jsonl)",
+    )
+    parser.add_argument("--out", type=str, required=True)
+    parser.add_argument("--limit", type=int, default=0)
+    # Literal types: jsonargparse prints them in --help (str + choices printed a lambda)
+    parser.add_argument("--method", type=Literal[tuple(METHODS)], default="ircot")
+    parser.add_argument("--retriever", type=Literal["bm25", "dense"], default="bm25")
+    parser.add_argument("--dense_encoder", type=str, default="minilm")
+    parser.add_dataclass_arguments(LoopConfig, "loop")
+    parser.add_dataclass_arguments(GeneratorConfig, "generator")
+    parser.add_dataclass_arguments(DemoConfig, "demos")
+    return parser
+
+
+def chain_prediction(record: dict, corpus: list) -> dict:
+    """An open-QA prediction as the chains page draws a multiple-choice one: the answer is the
+    one choice, its chains run question -> paragraph -> paragraph -> answer."""
+    texts = {p.title: p.text for p in corpus}
+    chains = [c for step in record["steps"] for c in step.get("chains", [])]
+    answer = record["prediction"] or ""
+    drawn = [{"facts": c["paragraphs"], "texts": [f"{t}: {texts.get(t, '')}" for t in c["paragraphs"]],
+              "links": [*(c["links"] or [""] * len(c["paragraphs"])), ""]} for c in chains]  # fmt: skip
+    read = [{"fact_id": t, "text": f"{t}: {texts.get(t, '')}", "step": 1, "source": "corpus"}
+            for t in record["paragraphs"]]  # fmt: skip
+    correct = bool(record["em"]) if record["gold_answers"] else None
+    choice = {"label": "A", "text": answer, "score": record["f1"], "hypothesis": record["question"],
+              "chains": drawn, "facts": read}  # fmt: skip
+    return {"id": record["id"], "question": record["question"], "predicted": "A",
+            "answer": "A" if correct else None, "correct": correct, "choices": [choice]}  # fmt: skip
+
+
+def main(argv: list[str]) -> int:
+    from cgr.ircot.demos import PromptBuilder, load_demonstrations
+    from cgr.retrieval.paragraphs import (
+        BeamParagraphRetriever,
+        BM25ParagraphRetriever,
+        DenseParagraphRetriever,
+        paragraph_corpus,
+    )
+
+    args = parsed(lambda: build_parser().parse_args(argv), "cgr ircot")
+    # every setting checked (the dataclasses' own rules) before any file is read or model loads
+    at_least("--limit", args.limit, 0)
+    loop = LoopConfig(**{**vars(args.loop), "method": args.method})
+    gen_cfg = GeneratorConfig(**vars(args.generator))
+    demo_cfg = DemoConfig(**vars(args.demos))
+    out = require_writable_dir(args.out, "--out")  # before the models load, not after the run
+    counters: Counter[str] = Counter()
+    questions = load_lenient(args.data, counters)
+    if args.limit:
+        questions = questions[: args.limit]
+    corpus = paragraph_corpus(questions)
+    retriever = None
+    if loop.method != "nor" and not corpus:
+        raise DataFormatError(
+            args.data,
+            None,
+            "context",
+            f"no paragraph text in any of its {len(questions)} questions",
+        )
+    from cgr.ircot.loop import IRCoTRunner  # torch and transformers: once settings and file passed
+
+    if loop.method == "beam":  # dense by nature: --retriever does not apply
+        retriever = BeamParagraphRetriever(
+            corpus, args.dense_encoder, loop.beam_size, loop.beam_steps
+        )
+    elif loop.method == "chains":
+        from cgr.chains.hops import ChainHopRetriever
+
+        retriever = ChainHopRetriever(corpus, args.dense_encoder, loop.beam_size)
+    elif loop.method != "nor":
+        retriever = (
+            BM25ParagraphRetriever(corpus)
+            if args.retriever == "bm25"
+            else DenseParagraphRetriever(corpus, args.dense_encoder)
+        )
+    generator = build_generator(gen_cfg)
+    demos = load_demonstrations(demo_cfg.file)
+    with_context = loop.method != "nor"
+
+    def prompts(reader: str) -> PromptBuilder:
+        return PromptBuilder(demos, generator.count_tokens, reader, demo_cfg.distractors, demo_cfg.token_budget,
+                             demo_cfg.paragraph_words, with_context)  # fmt: skip
+
+    direct = (
+        prompts("direct") if loop.reader == "cot" and loop.answer_fallback == "direct" else None
+    )
+    frontier = None
+    if loop.method == "ircot" and loop.query != "cot":
+        from cgr.chains.hops import FrontierFinder
+
+        frontier = FrontierFinder(corpus=corpus)
+    runner = IRCoTRunner(retriever, generator, prompts("cot"), prompts(loop.reader), loop, direct,
+                         frontier)  # fmt: skip
+    partial = partial_results(out, argv)
+    # llama.cpp keeps one prompt cache: a question's steps run back to back there, so each step
+    # reuses the previous prompt (demonstrations and paragraphs), not only the demonstrations
+    chunk = 1 if gen_cfg.backend == "llamacpp" else max(8, gen_cfg.batch_size)
+    records = run_in_chunks(runner, questions, partial, chunk)
+    atomic_write_text(out / "predictions.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+    if loop.method in {"beam", "chains"}:
+        from cgr.chains.export import write_exports
+
+        _, page = write_exports([chain_prediction(r, corpus) for r in records], out / "chains")
+        print(f"chains: {page} (open it in a browser)")
+    partial.unlink(missing_ok=True)
+    counters.update(runner.counters)
+    n = max(1, len(records))
+    recalls = [r["recall"] for r in records if r["recall"] is not None]
+    summary = {
+        "questions": len(records), "method": loop.method,
+        "seconds_per_question": sum(r["seconds"] for r in records) / n,
+        "generated_tokens_per_question": sum(r["generated_tokens"] for r in records) / n,
+        # prompt tokens the model ran (what the caches did not hold); transformers backend
+        "encoded_prompt_tokens_per_question": getattr(generator, "encoded_tokens", 0) / n,
+        **dict(counters),
+    }  # fmt: skip
+    atomic_write_text(out / "metrics.json", json.dumps(summary, indent=1) + "\n")
+    for key, value in summary.items():
+        print(f"{key}: {value}")
+    recall = sum(recalls) / len(recalls) if recalls else float("nan")
+    em = sum(r["em"] for r in records) / n
+    f1 = sum(r["f1"] for r in records) / n
+    print(f"recall: {recall:.4f} em: {em:.4f} f1: {f1:.4f}")
+    return 0

@@ -1,0 +1,1 @@
+"""Long-document question answering: D3 and its baselines."""

@@ -1,0 +1,150 @@
+"""One way to open a trained model for prediction, whichever form it has: a checkpoint
+`cgr train` wrote (`--checkpoint`) or a model folder `cgr export` wrote (`--model`). Opening
+reads and checks everything (settings, stored paths, weight files) before any model loads;
+`load` then builds the reader and the query encoder evidence is retrieved with."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cgr.errors import ConfigError
+from cgr.pretrained.folder import ModelFolder, read_model_folder
+from cgr.pretrained.loading import check_query_encoder
+from cgr.pretrained.paths import PathRule
+from cgr.signing import checkpoint_signed_here, signed_here
+
+
+@dataclass
+class OpenedModel:
+    path: Path
+    data: dict  # the data settings, stored paths checked
+    checkpoint: dict | None = None  # a checkpoint's content (weights_only read)
+    folder: ModelFolder | None = None
+    query_encoder: str = "auto"  # a checkpoint's choice (cgr.pretrained.loading.retrieval_encoder)
+
+    @property
+    def output_dir(self) -> Path:
+        """Where outputs go by default: beside a checkpoint, inside a model folder."""
+        return self.path if self.folder else self.path.parent
+
+    @property
+    def name(self) -> str:
+        return str(self.path)
+
+    def load(self, device: str = "cpu"):
+        """(reader module, query encoder or None): None retrieves with the configured encoder."""
+        if self.folder is not None:
+            return _load_folder(self.folder, device)
+        from cgr.pretrained.loading import load_module, retrieval_encoder
+
+        module = load_module(self.path, self.checkpoint, device)
+        return module, retrieval_encoder(module, self.checkpoint, self.query_encoder)
+
+
+def data_settings(checkpoint: dict) -> dict:
+    """The `data` settings `cgr train` stored in a checkpoint (QADataModule's hyper-parameters)."""
+    hparams = {
+        k: v
+        for k, v in (checkpoint.get("datamodule_hyper_parameters") or {}).items()
+        if not k.startswith("_")  # LightningCLI's own bookkeeping (_instantiator, _class_path)
+    }
+    if not hparams or "retrieval" not in hparams:
+        raise ConfigError("checkpoint has no data settings (was it written by `cgr train`?)")
+    return hparams
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """--checkpoint or --model (one of them), and --data-root: every command over one model."""
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--checkpoint", help="a checkpoint `cgr train` wrote (best.ckpt)")
+    which.add_argument("--model", help="a model folder `cgr export` wrote")
+    parser.add_argument("--data-root", action="append", default=[], metavar="FOLDER",
+                        help="a folder whose files (corpus, open book, dev file) a model written "
+                             "elsewhere may read; repeatable")  # fmt: skip
+
+
+def model_path(args: argparse.Namespace) -> str:
+    """The path --checkpoint or --model names; a --model path that is not a folder is refused
+    as a model folder here (not reported as a missing checkpoint)."""
+    if args.model is not None and not Path(args.model).is_dir():
+        read_model_folder(args.model)  # raises: names the folder and what --model takes
+    return args.checkpoint or args.model
+
+
+def open_model(
+    path: str | Path,
+    query_encoder: str = "auto",
+    data_roots: Sequence[str | Path] = (),
+    dev_file: bool = False,
+    trusted: bool = False,
+) -> OpenedModel:
+    """A checkpoint file or a model folder, checked. `data_roots`: folders whose files a model
+    written elsewhere may name; `dev_file`: the stored dev file is read too (no --data given);
+    `trusted`: this process wrote it (`cgr train`'s own evaluation)."""
+    from cgr.training.checkpoints import read_checkpoint
+
+    path = Path(path)
+    check_query_encoder(query_encoder)
+    if path.is_dir():
+        if query_encoder != "auto":
+            raise ConfigError(
+                f"query_encoder {query_encoder!r} chooses among a checkpoint's encoders; the "
+                f"model folder {path} holds the one it was exported with"
+            )
+        folder = read_model_folder(path)
+        config = folder.config
+        trusted = trusted or signed_here(config["data"], config.get("signature"))
+        rule = PathRule(path / "cgr_config.json", path, data_roots, trusted, relative_to=path)
+        data = rule.data_settings(config["data"], dev_file)
+        check_corpus_files(data, path / "cgr_config.json")
+        return OpenedModel(path, data, folder=folder)
+    checkpoint = read_checkpoint(path)
+    trusted = trusted or checkpoint_signed_here(checkpoint)
+    rule = PathRule(path, path.parent, data_roots, trusted)
+    data = rule.data_settings(data_settings(checkpoint), dev_file)
+    for field in ("reader_model", "retriever_model"):
+        if isinstance(name := (checkpoint.get("hyper_parameters") or {}).get(field), str):
+            rule.check_model_name(f"model.{field}", name)
+    check_corpus_files(data, path)
+    return OpenedModel(path, data, checkpoint=checkpoint, query_encoder=query_encoder)
+
+
+def check_corpus_files(data: dict, source: Path) -> None:
+    """The corpus and open book a model reads, checked before any model loads: plain files (or
+    folders of tables), within the size rule, and (when small enough to read twice cheaply)
+    every line within the fact limit (cgr.data.corpus.check_corpus_files)."""
+    from cgr.data.corpus import check_corpus_files as check
+
+    retrieval = data.get("retrieval") or {}
+    if retrieval.get("method") in {"none", "gold"}:
+        return
+    check([*(retrieval.get("corpus") or []), *filter(None, [retrieval.get("open_book")])])
+
+
+def _load_folder(folder: ModelFolder, device: str):
+    """The reader from its transformers folder, the query encoder from its sentence-transformers
+    folder; float32 on a CPU whatever dtype they were exported in (CPU kernels for float16 are
+    slow or missing)."""
+    from transformers.utils import logging as hf_logging
+
+    from cgr.retrieval.encoders import load_sentence_encoder
+    from cgr.training.module import ReaderModule
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        module = ReaderModule(str(folder.reader), folder.config["reader"]["max_length"])
+    finally:
+        hf_logging.set_verbosity(level)
+    module = module.to(device).eval()
+    encoder = None
+    if folder.query_encoder is not None:
+        encoder = load_sentence_encoder(str(folder.query_encoder), device).eval()
+        encoder.requires_grad_(False)
+    if device == "cpu":
+        module = module.float()
+        encoder = encoder and encoder.float()
+    return module, encoder

@@ -1,0 +1,1 @@
+"""The reader: a multiple-choice cross-encoder that scores each answer choice from its facts."""

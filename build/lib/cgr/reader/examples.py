@@ -1,0 +1,27 @@
+"""What the reader reads for one question: per choice, its hypothesis and its evidence facts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cgr.data.records import Chain
+from cgr.retrieval.base import RetrievedFact
+
+
+@dataclass
+class ReaderExample:
+    """Each stage fills its own field and leaves the earlier ones as they were: retrieval the
+    `pool`, the chain search `chains` and `chain_facts` (Ê), evidence selection `facts`."""
+
+    question_id: str
+    question: str
+    labels: list[str]
+    choices: list[str]
+    hypotheses: list[str]
+    facts: list[list[RetrievedFact]] = field(default_factory=list)  # per choice, what is read
+    answer_index: int | None = None
+    chains: list[list[Chain]] = field(default_factory=list)  # per choice, best first, if searched
+    gold_facts: list[str] = field(default_factory=list)  # ordered gold chain (texts), for L_S
+    # per choice, the texts of Ê (the facts of its best `evidence_chains` chains), if chains ran
+    chain_facts: list[list[str]] = field(default_factory=list)
+    pool: list[list[RetrievedFact]] = field(default_factory=list)  # per choice, as retrieved

@@ -1,0 +1,1 @@
+"""Retrieval: encoders, the FAISS index, beam iterative search and sparse baselines."""

@@ -1,0 +1,1 @@
+"""Lightning training: the DataModule (records -> pools) and the reader LightningModule."""
