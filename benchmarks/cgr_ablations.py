@@ -220,6 +220,8 @@ def main() -> None:
                         help="repeat the rows on the same seeds with other dropout draws")  # fmt: skip
     parser.add_argument("--force", action="store_true", help="re-run rows that have a result")
     parser.add_argument("--table", action="store_true", help="only print the table")
+    parser.add_argument("--brief", action="store_true",
+                        help="with --table: pairings pooled over seeds only (the docs' form)")  # fmt: skip
     args = parser.parse_args()
     budget = argparse.Namespace(
         train_questions=args.train_questions,
@@ -316,6 +318,8 @@ def main() -> None:
         print()
         mechanism.print_rows(base_vs_trained)
     for (a, b, margin, _), seed in itertools.product(PAIRS, args.seeds):
+        if args.brief and len(args.seeds) > 1:  # the pooled lines below say it
+            continue
         if paired := saved_pairing(base, args.dataset, seed, budget, (a, b)):
             names = {a: SHORT[a], b: SHORT[b]}
             print(f"seed {seed}, paired on dev questions: {names[a]} right where {names[b]} is "
@@ -360,7 +364,9 @@ def pooled_line(
             f"{a_only}, {SHORT[b]} right only {b_only}, exact McNemar p = {mcnemar_p(a_only, b_only):.2f}")  # fmt: skip
     if margin is not None:
         inside = "inside" if low <= margin <= high else "outside"
-        text += f"; the paper's +{margin} is {inside} it"
+        per_seed = (a_only + b_only) // len(counted)
+        text += (f"; the paper's +{margin} is {inside} it; seeds to detect it (80 % power): "
+                 f"{seeds_needed(per_seed, margin, n // len(counted))}")  # fmt: skip
     return text
 
 

@@ -253,6 +253,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.table:
         table(args.datasets, args.split, args.settings)
+        from benchmarks import chain_support  # the chains' support on trained checkpoints
+
+        print()
+        chain_support.table()
         return
     for dataset in args.datasets:
         examples, config = pools(dataset, args.split)

@@ -21,9 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-PAGES = [ROOT / "docs" / name for name in ("benchmarks.md", "status.md", "riches.md")] + [
-    ROOT / "README.md"
-]
+PAGES = [
+    ROOT / "docs" / name
+    for name in ("benchmarks.md", "benchmarks-multihop.md", "status.md", "riches.md")
+] + [ROOT / "README.md"]
 CGR_OBQA = ["cgr_ablations.py", "--train-questions", "0", "--seeds", "1", "2", "3"]
 IRCOT_HOTPOTQA = ["ircot.py", "--table", "--datasets", "hotpotqa", "--methods", "oner", "ircot"]
 BUDGET_CELLS = [f"ircot-{d}-ircot_chains-100-llamacpp" for d in ("hotpotqa", "2wiki", "musique")]
@@ -40,9 +41,9 @@ TABLES = {
     "figure4-loss-terms": ["mechanism.py", "--table"],
     "cgr-obqa-e1": [*CGR_OBQA, "--rows", "reader", "iterative", "cgr", "--table"],
     "cgr-obqa-e2": [*CGR_OBQA, "--epochs", "2", "--rows", "iterative", "chains", "cgr",
-                    "no_chain_losses", "--table"],
+                    "no_chain_losses", "--table", "--brief"],
     "cgr-obqa-mpnet": ["cgr_ablations.py", "--reader", "mpnet", "--train-questions", "0",
-                       "--seeds", "1", "2", "--rows", "reader", "iterative", "cgr", "--table"],
+                       "--seeds", "1", "2", "--rows", "reader", "iterative", "cgr", "--table", "--brief"],
     "cgr-arc": ["cgr_ablations.py", "--dataset", "arc_challenge", "--train-questions", "3200",
                 "--seeds", "1", "2", "3", "--rows", "reader", "iterative", "cgr", "--table"],
     "cgr-arc-e2": ["cgr_ablations.py", "--dataset", "arc_challenge", "--train-questions", "3200",

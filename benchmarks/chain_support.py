@@ -1,0 +1,237 @@
+"""Do the chains support what they are shown for, and does the reader rely on them?
+
+On a trained checkpoint and a question file with answer keys (and gold facts, for the gold
+column), the chains of every choice are scored for support by the reader
+(cgr/evaluation/support.py) and measured:
+
+* support AUC: a choice's best chain support (no chain: 0) telling right from wrong choices,
+  beside "has a chain" (today's signal);
+* the share of right and of wrong choices shown a *supporting* chain (support >= 0.5), and
+  the threshold a training file calibrates (`--calibrate FILE`: Youden's J, right vs wrong);
+* the gold fact on the chain shown first, ranked by support and in the search's order;
+* support as an answer on its own: the choice whose best chain has the highest support;
+* faithfulness (ERASER, DeYoung et al. 2020) of the chain shown first for the predicted answer:
+  comprehensiveness (p(answer) drop when its facts are removed from what the answer reads) and
+  sufficiency (the drop when the answer reads only them), against as many random facts read and
+  as many of the most similar facts read (the first ones, in the reader's order), with bootstrap
+  95 % intervals over questions; how often the answer flips when the chain is removed.
+
+    .venv/bin/python benchmarks/chain_support.py --checkpoint CKPT --data DEV.jsonl --name NAME
+    .venv/bin/python benchmarks/chain_support.py --table
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import random
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import RESULTS, load_result, machine, print_table, save_result  # noqa: E402
+
+SEED = 0
+BOOTSTRAP = 1000
+
+
+def auc(right: list[float], wrong: list[float]) -> float:
+    wins = sum((r > w) + 0.5 * (r == w) for r in right for w in wrong)
+    return wins / (len(right) * len(wrong)) if right and wrong else float("nan")
+
+
+def interval(values: list[float], rng: random.Random) -> list[float]:
+    """The mean and its bootstrap 95 % interval over questions."""
+    if not values:
+        return [float("nan")] * 3
+    means = sorted(statistics.mean(rng.choices(values, k=len(values))) for _ in range(BOOTSTRAP))
+    return [statistics.mean(values), means[int(0.025 * BOOTSTRAP)], means[int(0.975 * BOOTSTRAP)]]
+
+
+def answer_probability(module, examples) -> list[list[float]]:
+    """The reader's softmax over each example's choices, reading each choice's `facts`."""
+    import torch
+
+    out = []
+    for start in range(0, len(examples), 16):
+        batch = examples[start : start + 16]
+        with torch.no_grad():
+            probs = module.reader(module.reader.encode(batch, module.device)).float().softmax(-1)
+        out += [row[: len(ex.choices)].tolist() for ex, row in zip(batch, probs, strict=True)]
+    return out
+
+
+def with_facts(example, choice: int, facts: list) -> object:
+    changed = copy.copy(example)
+    changed.facts = [list(f) for f in example.facts]
+    changed.facts[choice] = facts
+    return changed
+
+
+def faithfulness(module, scored, rng: random.Random) -> dict:
+    """Per question whose predicted choice has a chain: p(answer) drops for the chain shown
+    first and for the two baselines of as many facts read."""
+    rows = []
+    for example, scores in scored:
+        p = max(range(len(scores)), key=scores.__getitem__)
+        chains = example.chains[p] if example.chains else []
+        read = example.facts[p]
+        texts = set(chains[0].texts) if chains else set()
+        shown = [f for f in read if f.text in texts]
+        if not shown:  # no chain, or none of its facts fit in what the answer read
+            continue
+        others = [f for f in read if f.text not in texts]
+        k = len(shown)
+        randoms = rng.sample(others, min(k, len(others)))
+        similar = others[:k]
+        variants = [example, with_facts(example, p, others), with_facts(example, p, shown)]
+        for base in (randoms, similar):
+            variants.append(with_facts(example, p, [f for f in read if f not in base]))
+            variants.append(with_facts(example, p, base))
+        probs = answer_probability(module, variants)
+        full = probs[0][p]
+        rows.append({
+            "comp": full - probs[1][p], "suff": full - probs[2][p],
+            "comp_random": full - probs[3][p], "suff_random": full - probs[4][p],
+            "comp_similar": full - probs[5][p], "suff_similar": full - probs[6][p],
+            "flip": max(range(len(probs[1])), key=probs[1].__getitem__) != p,
+            "flip_random": max(range(len(probs[3])), key=probs[3].__getitem__) != p,
+        })  # fmt: skip
+    return {
+        key: interval([float(r[key]) for r in rows], rng) for key in (rows[0] if rows else {})
+    } | {"questions": len(rows)}
+
+
+def measure(checkpoint: Path, data: str, calibrate: str | None = None) -> dict:
+    from cgr.api import Predictor
+    from cgr.data.gold import attach_gold_facts
+    from cgr.data.loaders import load_multiple_choice
+    from cgr.evaluation.support import SUPPORTED, chain_support, rank_by_support
+    from cgr.evidence.selection import text_key
+
+    rng = random.Random(SEED)
+    predictor = Predictor.from_checkpoint(checkpoint)
+    module = predictor.module
+    questions = load_multiple_choice(data)
+    from cgr.pretrained.source import data_settings
+    from cgr.training.checkpoints import read_checkpoint
+
+    gold_files = data_settings(read_checkpoint(checkpoint)).get("gold_facts_files")
+    if gold_files:
+        attach_gold_facts(questions, gold_files)
+    examples = predictor.pipeline(questions)
+    search_first = [[list(c[0].texts) if c else [] for c in (ex.chains or [])] for ex in examples]
+    support = chain_support(module, examples)
+    for ex, sup in zip(examples, support, strict=True):
+        sup[:] = rank_by_support(ex, sup)
+    scored = []
+    for start in range(0, len(examples), 16):
+        scored += module.predict_step(examples[start : start + 16], 0)
+    right, wrong, has_right, has_wrong = [], [], [], []
+    support_right = support_answer = reader_right = 0
+    gold_support, gold_search, with_gold = 0, 0, 0
+    for q, ex, sup, first, (_, scores) in zip(questions, examples, support, search_first, scored,
+                                              strict=True):  # fmt: skip
+        best = [max(s, default=0.0) for s in sup]
+        for c, value in enumerate(best):
+            chained = float(bool(ex.chains and ex.chains[c]))
+            (right if c == q.answer_index else wrong).append(value)
+            (has_right if c == q.answer_index else has_wrong).append(chained)
+        support_answer += max(range(len(best)), key=best.__getitem__) == q.answer_index
+        reader_right += max(range(len(scores)), key=scores.__getitem__) == q.answer_index
+        support_right += best[q.answer_index] >= SUPPORTED
+        gold = {text_key(g) for g in q.gold_facts}
+        if gold:
+            with_gold += 1
+            shown = ex.chains[q.answer_index][0].texts if ex.chains[q.answer_index] else ()
+            gold_support += bool(gold & {text_key(t) for t in shown})
+            gold_search += bool(gold & {text_key(t) for t in first[q.answer_index]})
+    n = len(questions)
+    result = {
+        "checkpoint": str(checkpoint), "data": data, "machine": machine(), "questions": n,
+        "support_auc": auc(right, wrong), "has_chain_auc": auc(has_right, has_wrong),
+        "right_supported": 100 * sum(v >= SUPPORTED for v in right) / len(right),
+        "wrong_supported": 100 * sum(v >= SUPPORTED for v in wrong) / len(wrong),
+        "right_chained": 100 * statistics.mean(has_right), "wrong_chained": 100 * statistics.mean(has_wrong),
+        "gold_first_support": 100 * gold_support / with_gold if with_gold else None,
+        "gold_first_search": 100 * gold_search / with_gold if with_gold else None,
+        "support_only_accuracy": 100 * support_answer / n, "reader_accuracy": 100 * reader_right / n,
+        "faithfulness": faithfulness(module, scored, rng), "threshold": SUPPORTED,
+    }  # fmt: skip
+    if calibrate:
+        result["calibrated_threshold"] = calibrated(predictor, calibrate)
+    return result
+
+
+def calibrated(predictor, path: str) -> float:
+    """The support threshold that best tells right from wrong choices on a training file
+    (Youden's J over the choices' best chain support)."""
+    from cgr.data.loaders import load_multiple_choice
+    from cgr.evaluation.support import chain_support
+
+    questions = load_multiple_choice(path)[:300]
+    examples = predictor.pipeline(questions)
+    best = [(max(s, default=0.0), c == q.answer_index)
+            for q, sup in zip(questions, chain_support(predictor.module, examples), strict=True)
+            for c, s in enumerate(sup)]  # fmt: skip
+    n_right = sum(r for _, r in best) or 1
+    n_wrong = sum(not r for _, r in best) or 1
+    grid = [i / 20 for i in range(1, 20)]
+    return max(grid, key=lambda t: sum(v >= t and r for v, r in best) / n_right
+               - sum(v >= t and not r for v, r in best) / n_wrong)  # fmt: skip
+
+
+def table() -> None:
+    runs = sorted(RESULTS.glob("chain_support-*.json"))
+    rows = []
+    for path in runs:
+        r = load_result(path.stem)
+        f = r["faithfulness"]
+
+        def cell(key: str) -> str:
+            mean, low, high = f.get(key, [float("nan")] * 3)
+            return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+
+        gold = "–" if r["gold_first_support"] is None else (
+            f"{r['gold_first_support']:.1f} / {r['gold_first_search']:.1f}")  # fmt: skip
+        rows.append([path.stem.removeprefix("chain_support-"), r["questions"],
+                     f"{r['support_auc']:.2f} / {r['has_chain_auc']:.2f}",
+                     f"{r['right_supported']:.1f} / {r['wrong_supported']:.1f}", gold,
+                     f"{r['support_only_accuracy']:.1f} / {r['reader_accuracy']:.1f}",
+                     cell("comp"), cell("comp_random"), cell("suff"), cell("suff_random"),
+                     f"{100 * f.get('flip', [float('nan')])[0]:.0f} / {100 * f.get('flip_random', [float('nan')])[0]:.0f}"])  # fmt: skip
+    print("Chain support (cgr/evaluation/support.py): support AUC right vs wrong / \"has a chain\" "
+          "AUC; choices shown a supporting chain (support >= 0.5), right / wrong %; gold fact on "
+          "the chain shown first, ranked by support / search order %; accuracy answering by "
+          "support alone / the reader's; faithfulness of the predicted answer's first chain "
+          "(p(answer) drop, bootstrap 95 %): comprehensiveness and sufficiency against as many "
+          "random facts read; answer flips when the chain / as many random facts are removed %")  # fmt: skip
+    print_table(["run", "questions", "AUC support / has chain", "supported right / wrong",
+                 "gold on first chain", "support-only / reader acc.", "comprehensiveness",
+                 "random", "sufficiency drop", "random", "flips"], rows)  # fmt: skip
+    if not rows:
+        print("(no run measured yet)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--checkpoint", type=Path)
+    parser.add_argument("--data", help="a question file with answer keys (default: the dev file)")
+    parser.add_argument("--name", help="names the saved result (default: the checkpoint folder)")
+    parser.add_argument("--calibrate", help="a training file to calibrate the threshold on")
+    parser.add_argument("--table", action="store_true")
+    args = parser.parse_args()
+    if args.checkpoint and not args.table:
+        from cgr.pretrained.source import data_settings
+        from cgr.training.checkpoints import read_checkpoint
+
+        data = args.data or data_settings(read_checkpoint(args.checkpoint))["dev_file"]
+        name = args.name or args.checkpoint.parent.name
+        save_result(f"chain_support-{name}", measure(args.checkpoint, data, args.calibrate))
+    table()
+
+
+if __name__ == "__main__":
+    main()
