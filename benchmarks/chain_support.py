@@ -190,7 +190,7 @@ def table() -> None:
         r = load_result(path.stem)
         f = r["faithfulness"]
 
-        def cell(key: str) -> str:
+        def cell(key: str, f: dict = f) -> str:
             mean, low, high = f.get(key, [float("nan")] * 3)
             return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
 
