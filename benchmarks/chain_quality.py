@@ -250,13 +250,16 @@ def main() -> None:
     parser.add_argument("--split", default="dev", choices=["dev", "train"])
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--table", action="store_true", help="print the saved rows, run nothing")
+    parser.add_argument("--without-support", action="store_true",
+                        help="with --table: leave out the chain support table (chain_support.py)")  # fmt: skip
     args = parser.parse_args()
     if args.table:
         table(args.datasets, args.split, args.settings)
-        from benchmarks import chain_support  # the chains' support on trained checkpoints
+        if not args.without_support:  # the chains' support, on trained checkpoints
+            from benchmarks import chain_support
 
-        print()
-        chain_support.table()
+            print()
+            chain_support.table()
         return
     for dataset in args.datasets:
         examples, config = pools(dataset, args.split)
