@@ -1,0 +1,192 @@
+"""How fast one question is explained: `cgr explain --model DIR` wall time (a fresh process,
+caches warm, median of runs), where its time goes (imports, model loads, retrieval, parsing and
+chains, the reader, chain support, the page: cProfile of the same command, cumulative seconds
+by stage), how many times a model is loaded, and `cgr serve`'s latency for one question after
+the load, p50 / p95 with 1 and 8 concurrent clients.
+
+    .venv/bin/python benchmarks/explain_speed.py --model checkpoints/default/model --label after
+    .venv/bin/python benchmarks/explain_speed.py --table
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import ROOT, load_result, machine, print_table, save_result  # noqa: E402
+
+QUESTION = ["--question", "What is a thermometer used for?", "--choices",
+            "to measure temperature", "to weigh mass", "to measure length", "to measure rainfall"]  # fmt: skip
+# stage -> the function whose cumulative time is the stage's (cProfile)
+STAGES = {
+    "model load": "load_predictor",
+    "retrieval": "pools",
+    "parse + chains": "attach",
+    "evidence selection": "select_evidence",
+    "reader": "predict_step",
+    "chain support": "chain_support",
+    "page": "write_exports",
+}
+
+
+def wall(model: str, runs: int, code: Path = ROOT) -> list[float]:
+    """`code`: the checkout whose cgr runs (another commit's worktree gives a before row)."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "cgr.cli", "explain", "--model", model, *QUESTION,
+                               "--out-dir", "/tmp/cgr-explain-speed"], cwd=code,
+                              capture_output=True, text=True, timeout=900)  # fmt: skip
+        times.append(time.perf_counter() - start)
+        if done.returncode != 0:
+            raise SystemExit(done.stderr[-2000:])
+    return times
+
+
+def profiled(model: str) -> dict:
+    """cProfile of the command in this process (the checkout it runs in): seconds by stage, and
+    the sentence-encoder loads."""
+    from cgr.cli import main
+    from cgr.retrieval import encoders
+
+    loads = []
+    real = encoders.load_sentence_encoder
+    encoders.load_sentence_encoder = lambda name, device=None: (
+        loads.append(name) or real(name, device)
+    )
+    profile = cProfile.Profile()
+    start = time.perf_counter()
+    profile.runcall(
+        main, ["explain", "--model", model, *QUESTION, "--out-dir", "/tmp/cgr-explain-speed"]
+    )
+    total = time.perf_counter() - start
+    stats = pstats.Stats(profile).stats
+    out = {}
+    for stage, function in STAGES.items():
+        found = [v[3] for (_, _, name), v in stats.items() if name == function]
+        out[stage] = max(found, default=0.0)
+    return {"in_process_s": total, "stages": out, "sentence_encoder_loads": loads}
+
+
+def stages(model: str, code: Path = ROOT) -> dict:
+    """`profiled` in a fresh process whose cgr is `code`'s."""
+    program = ("import json, sys; sys.path.insert(0, sys.argv[2]); sys.path.insert(0, sys.argv[3]); "
+               "from benchmarks.explain_speed import profiled; "
+               "print('RESULT' + json.dumps(profiled(sys.argv[1])))")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", program, model, str(ROOT), str(code)], cwd=code,
+                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT")), None)
+    if line is None:
+        raise SystemExit(done.stderr[-2000:])
+    return json.loads(line.removeprefix("RESULT"))
+
+
+def serve_latency(model: str, clients: list[int], questions: int = 16) -> dict:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "cgr.cli", "serve", "--model", model,
+                               "--port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    body = json.dumps({"question": QUESTION[1], "choices": QUESTION[3:]}).encode()
+    try:
+        deadline = time.time() + 300
+        while True:
+            try:
+                urllib.request.urlopen(base + "/api/health", timeout=2).read()
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.5)
+
+        def ask() -> float:
+            start = time.perf_counter()
+            request = urllib.request.Request(base + "/api/predict", body,
+                                             {"Content-Type": "application/json"})  # fmt: skip
+            urllib.request.urlopen(request, timeout=300).read()
+            return time.perf_counter() - start
+
+        ask()  # the first question warms the caches
+        result = {}
+        for n in clients:
+            times: list[float] = []
+            lock = threading.Lock()
+
+            def client(times=times, lock=lock, n=n) -> None:
+                for _ in range(max(1, questions // n)):
+                    t = ask()
+                    with lock:
+                        times.append(t)
+
+            threads = [threading.Thread(target=client) for _ in range(n)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            times.sort()
+            result[str(n)] = {"p50": statistics.median(times),
+                              "p95": times[min(len(times) - 1, int(0.95 * len(times)))]}  # fmt: skip
+        return result
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def table() -> None:
+    rows = []
+    for path in sorted((ROOT / "benchmarks" / "results").glob("explain_speed-*.json")):
+        r = load_result(path.stem)
+        s = r["stages"]["stages"]
+        serve = r.get("serve") or {}
+        rows.append([r["label"], f"{statistics.median(r['wall_s']):.1f}", len(r["stages"]["sentence_encoder_loads"]),
+                     *(f"{s[k]:.2f}" for k in STAGES),
+                     *(f"{serve[c]['p50']:.2f} / {serve[c]['p95']:.2f}" if c in serve else "–" for c in ("1", "8")),
+                     r["date"]])  # fmt: skip
+    print("`cgr explain --model` of one 4-choice question: wall seconds (a fresh process, caches "
+          "warm, median), sentence-encoder loads, cProfile seconds by stage (cumulative); `cgr "
+          "serve` seconds per question after the load, p50 / p95 with 1 and 8 clients")  # fmt: skip
+    print_table(["label", "wall s", "encoder loads", *STAGES, "serve 1 client", "serve 8 clients",
+                 "date"], rows)  # fmt: skip
+    if rows:
+        print(
+            f"machine: {load_result(sorted((ROOT / 'benchmarks' / 'results').glob('explain_speed-*.json'))[-1].stem)['machine']}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", help="an exported model folder (scripts/train.sh writes one)")
+    parser.add_argument("--label", default="now")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--no-serve", action="store_true")
+    parser.add_argument("--code", type=Path, default=ROOT,
+                        help="the checkout whose cgr runs (a worktree of an earlier commit: a before row)")  # fmt: skip
+    parser.add_argument("--table", action="store_true")
+    args = parser.parse_args()
+    if args.model and not args.table:
+        result = {"label": args.label, "model": args.model, "machine": machine(),
+                  "date": time.strftime("%Y-%m-%d"), "wall_s": wall(args.model, args.runs, args.code),
+                  "stages": stages(args.model, args.code)}  # fmt: skip
+        if not args.no_serve:
+            result["serve"] = serve_latency(args.model, [1, 8])
+        save_result(f"explain_speed-{args.label}", result)
+    table()
+
+
+if __name__ == "__main__":
+    main()
