@@ -294,11 +294,14 @@ def main() -> None:
     print_table(columns, table)
     if not table:
         print("(no row of this budget saved yet)")
-    for note in notes:  # rows whose minutes are not one run alone on the cores
+    if args.brief and notes:
+        print(f"* {len(notes)} run(s) whose minutes are not one run alone on the cores "
+              "(--table without --brief says why)")  # fmt: skip
+    for note in [] if args.brief else notes:  # rows whose minutes are not one run alone
         print(f"* {note}")
     if "cgr" in speeds and "iterative" in speeds:
         print(f"CGR / reader-only training speed: {speeds['cgr'] / speeds['iterative']:.2f}")
-    for a, b, margin, what in PAIRS:
+    for a, b, margin, what in [] if args.brief else PAIRS:  # brief: the pooled pairings say it
         if diff := seed_differences(by_seed.get(a, {}), by_seed.get(b, {}), margin):
             paper = f"the paper: +{margin} {what}; " if margin is not None else ""
             print(f"{SHORT[b]} - {SHORT[a]}, same seeds (points): {diff} ({paper}"

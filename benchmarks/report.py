@@ -56,6 +56,7 @@ TABLES = {
     "chain-quality-dev": ["chain_quality.py", "--table", "--without-support"],
     "chain-quality-train": ["chain_quality.py", "--split", "train", "--table", "--without-support"],
     "chain-support": ["chain_support.py", "--table"],
+    "explain-speed": ["explain_speed.py", "--table"],
     "amr-parser": ["amr_parser.py", "--table"],
     "ircot": ["ircot.py", "--table", "--no-types", "--methods", "nor", "oner", "ircot", "beam", "chains",
               "ircot_chains"],
