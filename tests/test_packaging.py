@@ -16,7 +16,9 @@ from tests.conftest import ROOT
 
 def declared() -> list[Requirement]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return [Requirement(d) for d in [*project["dependencies"], *project["optional-dependencies"]["cpu"]]]
+    return [
+        Requirement(d) for d in [*project["dependencies"], *project["optional-dependencies"]["cpu"]]
+    ]
 
 
 def pins(path) -> dict[str, str]:
@@ -34,7 +36,10 @@ def test_every_dependency_is_a_range_and_the_lock_satisfies_it():
     for req in declared():
         assert not any(s.operator == "==" for s in req.specifier), f"{req}: a pin, not a range"
         assert norm(req.name) in lock, f"{req.name} missing from requirements/lock.txt"
-        assert req.specifier.contains(lock[norm(req.name)], prereleases=True), (req, lock[norm(req.name)])
+        assert req.specifier.contains(lock[norm(req.name)], prereleases=True), (
+            req,
+            lock[norm(req.name)],
+        )
 
 
 def test_lowest_txt_is_pyproject_lower_bounds():

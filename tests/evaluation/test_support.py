@@ -79,3 +79,20 @@ def test_predictions_carry_support_and_a_contrast():
     assert record["contrast"]["kind"] == "answer_only"
     kept = predictions(Module(), [(thermometer(), [3.0, 1.0, 0.5])], order="search")[0]
     assert [c.facts for c in kept.choices[1].chains] == [("f2",), ("f1",)]
+
+
+def test_explain_and_the_page_say_which_chains_do_not_support():
+    from cgr.chains.export import export_record, page_record
+    from cgr.serving.explain import explanation
+
+    ex = thermometer()
+    prediction = predictions(Module(), [(ex, [3.0, 1.0, 0.5])])[0]
+    lines = explanation(prediction)
+    assert any("support" in line and "links words, does not support" in line for line in lines)
+    assert any(line.startswith("why: (A) over (B)") for line in lines)
+    record = export_record(prediction.to_dict())
+    assert record["contrast"]["kind"] == "answer_only"
+    page = page_record(prediction.to_dict())
+    by_label = {c["label"]: c for c in page["choices"]}
+    assert by_label["B"]["supporting"] == 0 and by_label["A"]["supporting"] == 1
+    assert page["contrast"].startswith("(A) over (B)")
