@@ -5,13 +5,14 @@ that carries everything read at run time."""
 import re
 import subprocess
 import sys
-import tomllib
 import zipfile
 
 import pytest
 from packaging.requirements import Requirement
 
 from tests.conftest import ROOT
+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+ (3.10: skipped)
 
 
 def declared() -> list[Requirement]:
