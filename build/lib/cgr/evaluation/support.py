@@ -7,7 +7,7 @@ to measure temperature", shown for "to measure length") gives the probability to
 it does state. Why the reader and not word or concept coverage: each choice's pool is
 retrieved for that choice, so its chains cover it by construction (an AMR coverage score
 separated right from wrong choices with AUC 0.53 on held-out OBQA, no better than "has a
-chain"); benchmarks/chain_quality.py --support measures this signal against that one.
+chain"); benchmarks/chain_support.py measures this signal against that one.
 
 A chain is shown as supporting when its support reaches SUPPORTED; below it, as "links words,
 does not support". Chains are ranked by support, the search's order breaking ties
@@ -24,8 +24,9 @@ from cgr.data.records import Chain
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.base import RetrievedFact
 
-# the reader, reading only the chain, prefers its choice over all the others together; chosen
-# on OBQA train (benchmarks/chain_quality.py --support prints the threshold train calibrates)
+# the reader, reading only the chain, prefers its choice over all the others together (a rule,
+# not fitted: benchmarks/chain_support.py --calibrate prints what a training file gives, 0.4 on
+# the quickstart's; OBQA / ARC train with a trained checkpoint are not measured yet)
 SUPPORTED = 0.5
 CANDIDATES = 10  # chains per choice scored (the search's best): the ranking reorders these
 ORDERS = ("support", "search")

@@ -42,7 +42,7 @@ def explanation(prediction: Prediction, max_chains: int = 3) -> list[str]:
         if not chains and choice["facts_read"]:
             lines.append(f"      no chain; best fact read: {choice['facts_read'][0]}")
     if why := record.get("contrast"):
-        lines.append(f"why ({why['answer']}), not ({why['runner_up']}): {why['line']}")
+        lines.append(f"why: {why['line']}")
     if record["facts"]:
         lines.append("facts:")
         lines.extend(f"  [{f['n']}] {f['text']}" for f in record["facts"])
