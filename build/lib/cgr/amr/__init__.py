@@ -1,1 +1,0 @@
-"""AMR parsing behind one interface: sentences in, PENMAN graphs out (amrlib or embedded)."""

@@ -1,1 +1,0 @@
-"""Reasoning chains: semantic graph from AMRs, bounded chain search, export."""

@@ -1,1 +1,0 @@
-"""Records, loaders and hypothesis generation: the first stage of the data flow."""

@@ -1,1 +1,0 @@
-"""pool -> the facts each choice offers the reader: relevance order, de-duplication."""

@@ -1,1 +1,0 @@
-"""IRCoT (Trivedi et al., 2023): interleaving retrieval with chain-of-thought, few-shot prompting."""

@@ -1,1 +1,0 @@
-"""Long-document question answering: D3 and its baselines."""

@@ -1,1 +1,0 @@
-"""Retrieval: encoders, the FAISS index, beam iterative search and sparse baselines."""

@@ -1,1 +1,0 @@
-"""Lightning training: the DataModule (records -> pools) and the reader LightningModule."""
