@@ -229,14 +229,9 @@ def variant(work: Path, ckpt: Path, name: str, change=None, config: dict | None 
 
     shutil.copytree(exported(work, ckpt), folder, symlinks=True, copy_function=copy)
     if config:
-        stored = json.loads((folder / "cgr_config.json").read_text())
-        for keys, value in config.items():
-            place = stored
-            *path, last = keys.split(".")
-            for key in path:
-                place = place[key]
-            place[last] = value
-        (folder / "cgr_config.json").write_text(json.dumps(stored))
+        from benchmarks.common import edit_json
+
+        edit_json(folder / "cgr_config.json", config)
     if change:
         change(folder)
     return folder

@@ -206,6 +206,18 @@ def seed_differences(
     return text
 
 
+def edit_json(path: Path, changes: dict, sep: str = ".") -> None:
+    """Set nested fields of a JSON file ("a.b": value), e.g. a model folder's cgr_config.json."""
+    stored = json.loads(path.read_text())
+    for keys, value in changes.items():
+        place = stored
+        *parents, last = keys.split(sep)
+        for key in parents:
+            place = place[key]
+        place[last] = value
+    path.write_text(json.dumps(stored))
+
+
 def load_config(path: str | Path) -> dict:
     return yaml.safe_load((ROOT / path).read_text())
 

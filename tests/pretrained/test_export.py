@@ -132,14 +132,9 @@ def _broken(exported, tmp_path, change) -> str:
 
 
 def _edit_config(model, **changes):
-    config = json.loads((model / "cgr_config.json").read_text())
-    for keys, value in changes.items():
-        place = config
-        *path, last = keys.split("__")
-        for key in path:
-            place = place[key]
-        place[last] = value
-    (model / "cgr_config.json").write_text(json.dumps(config))
+    from benchmarks.common import edit_json
+
+    edit_json(model / "cgr_config.json", changes, sep="__")
 
 
 @pytest.mark.parametrize(
