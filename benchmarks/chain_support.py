@@ -200,17 +200,19 @@ def table() -> None:
                      f"{r['support_auc']:.2f} / {r['has_chain_auc']:.2f}",
                      f"{r['right_supported']:.1f} / {r['wrong_supported']:.1f}", gold,
                      f"{r['support_only_accuracy']:.1f} / {r['reader_accuracy']:.1f}",
-                     cell("comp"), cell("comp_random"), cell("suff"), cell("suff_random"),
+                     cell("comp"), f"{cell('comp_random')} / {cell('comp_similar')}", cell("suff"),
+                     f"{cell('suff_random')} / {cell('suff_similar')}",
                      f"{100 * f.get('flip', [float('nan')])[0]:.0f} / {100 * f.get('flip_random', [float('nan')])[0]:.0f}"])  # fmt: skip
     print("Chain support (cgr/evaluation/support.py): support AUC right vs wrong / \"has a chain\" "
           "AUC; choices shown a supporting chain (support >= 0.5), right / wrong %; gold fact on "
           "the chain shown first, ranked by support / search order %; accuracy answering by "
           "support alone / the reader's; faithfulness of the predicted answer's first chain "
           "(p(answer) drop, bootstrap 95 %): comprehensiveness and sufficiency against as many "
-          "random facts read; answer flips when the chain / as many random facts are removed %")  # fmt: skip
+          "random facts read / as many of the most similar facts read; answer flips when the "
+          "chain / as many random facts are removed %")  # fmt: skip
     print_table(["run", "questions", "AUC support / has chain", "supported right / wrong",
                  "gold on first chain", "support-only / reader acc.", "comprehensiveness",
-                 "random", "sufficiency drop", "random", "flips"], rows)  # fmt: skip
+                 "random / similar", "sufficiency drop", "random / similar", "flips"], rows)  # fmt: skip
     if not rows:
         print("(no run measured yet)")
 
