@@ -63,6 +63,10 @@ SETTINGS = {
     "none_mpnet": ("no facts; mpnet reader", "none", False, {}, {"reader_model": "mpnet"}),
     "beam": ("beam-iterative pool", "beam", False, {}, {}),
     "chains": ("Ê (chains, padded)", "beam", True, {}, {}),
+    # the authors' pathway (cgr.evidence.selection, order retriever): before any refresh the
+    # current retriever is the base encoder, so this is what epoch 1 of such a run reads
+    "chains_retriever": ("Ê, the authors' order (the retriever ranks, open book first)", "beam", True,
+                         {"order": "retriever"}, {}),
     # chains over the one-step dense pool (19 facts per choice) instead of the 55-fact beam pool
     "dense_chains": ("Ê over the dense one-step pool (padded)", "dense", True, {}, {}),
     "dense_chains_lr1e-4": ("Ê over the dense pool, lr 1e-4", "dense", True, {}, {"lr": 1e-4}),

@@ -51,7 +51,7 @@ TABLES = {
                    "--table"],
     "cgr-evidence": ["cgr_evidence.py", "--table", "--checkpoint", *CGR_EVIDENCE],
     "evidence-obqa": ["evidence.py", "--table", "--settings", "none", "bm25", "dense", "dense_l256",
-                      "beam", "chains", "beam_open_book5", "gold"],
+                      "beam", "chains", "chains_retriever", "beam_open_book5", "gold"],
     "reader-budget": ["evidence.py", "--reader-table"],
     "chain-quality-dev": ["chain_quality.py", "--table", "--without-support"],
     "chain-quality-train": ["chain_quality.py", "--split", "train", "--table", "--without-support"],
