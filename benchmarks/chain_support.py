@@ -110,14 +110,13 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None) -> dict:
     from cgr.data.loaders import load_multiple_choice
     from cgr.evaluation.support import SUPPORTED, chain_support, rank_by_support
     from cgr.evidence.selection import text_key
+    from cgr.pretrained.source import data_settings
+    from cgr.training.checkpoints import read_checkpoint
 
     rng = random.Random(SEED)
     predictor = Predictor.from_checkpoint(checkpoint)
     module = predictor.module
     questions = load_multiple_choice(data)
-    from cgr.pretrained.source import data_settings
-    from cgr.training.checkpoints import read_checkpoint
-
     gold_files = data_settings(read_checkpoint(checkpoint)).get("gold_facts_files")
     if gold_files:
         attach_gold_facts(questions, gold_files)

@@ -14,13 +14,13 @@ a symbolic link that leads out of the folder is refused, signed or not."""
 
 from __future__ import annotations
 
-import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from cgr.data import jsonio
 from cgr.errors import ConfigError
+from cgr.pretrained.paths import inside
 
 CONFIG = "cgr_config.json"
 FORMAT = "cgr-model"
@@ -102,17 +102,13 @@ def _tensor_problem(header: object, data_bytes: int) -> str | None:
     return None
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
-
-
 def check_no_code(folder: Path, home: Path) -> None:
     """Nothing in `folder` runs or leads out of `home`: no Python file, no `auto_map` in a JSON
     config, no link to a file or folder outside `home` (realpath)."""
-    if not _inside(folder, home):
+    if not inside(folder, [home]):
         raise ModelFolderError(f"{folder}: leads outside the model folder {home} (a link)")
     for path in folder.rglob("*"):
-        if path.is_symlink() and not _inside(path, home):
+        if path.is_symlink() and not inside(path, [home]):
             raise ModelFolderError(f"{path}: a link leading outside the model folder {home}")
         if path.suffix.lower() in CODE_SUFFIXES:
             raise ModelFolderError(

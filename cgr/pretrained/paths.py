@@ -62,7 +62,7 @@ def _set(settings: dict, keys: tuple[str, ...], value) -> None:
     settings[keys[-1]] = value
 
 
-def _inside(path: Path, folders: Sequence[Path]) -> bool:
+def inside(path: Path, folders: Sequence[Path]) -> bool:
     real = Path(os.path.realpath(path))  # symlinks followed: a link out of a root is outside
     return any(real.is_relative_to(os.path.realpath(f)) for f in folders)
 
@@ -90,8 +90,7 @@ class PathRule:
         (and, with `exists`, when it is missing). A signature trusts the absolute paths it
         names outside home; a path inside home is held to home by its real path even then."""
         path = self._resolve(value)
-        in_home = Path(os.path.abspath(path)).is_relative_to(os.path.abspath(self.home))
-        if (self.trusted and not in_home) or _inside(path, [self.home, *self.roots]):
+        if (self.trusted and not self._in_home(path)) or inside(path, [self.home, *self.roots]):
             if exists and not path.exists():
                 raise StoredPathError(f"{self.source}: {field} names {value!r}, which is missing")
             return path
@@ -101,6 +100,10 @@ class PathRule:
             "FOLDER (Python: data_roots=[FOLDER]) to allow reading it"
         )
 
+    def _in_home(self, path: Path) -> bool:
+        """Whether `path` names a place inside home (by name: links are judged by `inside`)."""
+        return Path(os.path.abspath(path)).is_relative_to(os.path.abspath(self.home))
+
     def check_model_name(self, field: str, name: str) -> str:
         """A local model folder is held to the rule and, unless it is a folder this user's
         signed settings name outside home, to a model folder's rules (safetensors only, no
@@ -108,7 +111,7 @@ class PathRule:
         if is_packaged(name) or not self._resolve(name).exists():
             return name
         path = self.check(field, name)
-        in_home = Path(os.path.abspath(path)).is_relative_to(os.path.abspath(self.home))
+        in_home = self._in_home(path)
         if not self.trusted or in_home:
             from cgr.pretrained.folder import check_no_code, check_weights_folder
 
