@@ -104,6 +104,60 @@ def faithfulness(module, scored, rng: random.Random) -> dict:
     } | {"questions": len(rows)}
 
 
+def role_triples(graph) -> set[tuple[str, str, str]]:
+    """(predicate concept, role, argument concept or value) of an AMR graph, senses and case
+    dropped: "measure-01 :ARG1 temperature" is ("measure", ":ARG1", "temperature")."""
+    from cgr.chains.concepts import _decoded, normalize_concept
+
+    g = _decoded(graph)
+    if g is None:
+        return set()
+    concept = {v: normalize_concept(c) for v, _, c in g.instances() if c}
+    out = {(concept.get(s, ""), role, concept.get(t, "")) for s, role, t in g.edges()}
+    out |= {(concept.get(s, ""), role, normalize_concept(str(t))) for s, role, t in g.attributes()}
+    return {t for t in out if t[0] and t[2]}
+
+
+def role_agreement(hypothesis: set, facts: list[set]) -> float:
+    """AMR role agreement of a chain with its hypothesis: the hypothesis' (predicate, role,
+    argument) triples a chain fact states, minus those a fact fills with another argument the
+    hypothesis lacks ("measure :ARG1 temperature" against "measure :ARG1 length"), over the
+    hypothesis' triples."""
+    if not hypothesis:
+        return 0.0
+    stated = set().union(*facts) if facts else set()
+    words = {t[2] for t in hypothesis} | {t[0] for t in hypothesis}
+    agree = sum(t in stated for t in hypothesis)
+    conflict = sum(
+        any(f[0] == t[0] and f[1] == t[1] and f[2] != t[2] and f[2] not in words for f in stated)
+        for t in hypothesis if t not in stated
+    )  # fmt: skip
+    return (agree - conflict) / len(hypothesis)
+
+
+def role_signals(pipeline, examples, support) -> dict[str, list[list[float]]]:
+    """Per example and choice, the best chain's role agreement, and the best support among the
+    chains that state no conflicting role (support checked by roles)."""
+    sentences = {h for ex in examples for h in ex.hypotheses}
+    sentences |= {t for ex in examples for cs in (ex.chains or []) for c in cs for t in c.texts}
+    from cgr.amr.parsers import CachedParser
+
+    ordered = sorted(sentences)  # parsed when the chains were searched: read from the cache
+    parsed = dict(zip(ordered, CachedParser(pipeline.chains.amr).parse(ordered), strict=True))
+    triples = {text: role_triples(g) for text, g in parsed.items()}
+    agreement, checked = [], []
+    for ex, sup in zip(examples, support, strict=True):
+        agreement.append([])
+        checked.append([])
+        for c, chains in enumerate(ex.chains or [[] for _ in ex.choices]):
+            hyp = triples[ex.hypotheses[c]]
+            scores = [role_agreement(hyp, [triples[t] for t in chain.texts]) for chain in chains]
+            agreement[-1].append(max(scores, default=0.0))
+            kept = [s for s, r in zip(sup[c], scores, strict=False) if r >= 0]
+            checked[-1].append(max(kept, default=0.0))
+    return {"role": agreement, "support_role_checked": checked}
+
+
 def measure(checkpoint: Path, data: str, calibrate: str | None = None) -> dict:
     from cgr.api import Predictor
     from cgr.data.gold import attach_gold_facts
@@ -125,6 +179,7 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None) -> dict:
     support = chain_support(module, examples)
     for ex, sup in zip(examples, support, strict=True):
         sup[:] = rank_by_support(ex, sup)
+    roles = role_signals(predictor.pipeline, examples, support)
     scored = []
     for start in range(0, len(examples), 16):
         scored += module.predict_step(examples[start : start + 16], 0)
@@ -159,6 +214,10 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None) -> dict:
         "support_only_accuracy": 100 * support_answer / n, "reader_accuracy": 100 * reader_right / n,
         "faithfulness": faithfulness(module, scored, rng), "threshold": SUPPORTED,
     }  # fmt: skip
+    for key, values in roles.items():  # the AMR role signal, alone and as a check on support
+        pairs = [(v, c == q.answer_index) for q, row in zip(questions, values, strict=True)
+                 for c, v in enumerate(row)]  # fmt: skip
+        result[f"{key}_auc"] = auc([v for v, r in pairs if r], [v for v, r in pairs if not r])
     if calibrate:
         result["calibrated_threshold"] = calibrated(predictor, calibrate)
     return result
@@ -197,19 +256,22 @@ def table() -> None:
             f"{r['gold_first_support']:.1f} / {r['gold_first_search']:.1f}")  # fmt: skip
         rows.append([path.stem.removeprefix("chain_support-"), r["questions"],
                      f"{r['support_auc']:.2f} / {r['has_chain_auc']:.2f}",
+                     " / ".join(f"{r[k]:.2f}" if k in r else "–" for k in ("role_auc", "support_role_checked_auc")),
                      f"{r['right_supported']:.1f} / {r['wrong_supported']:.1f}", gold,
                      f"{r['support_only_accuracy']:.1f} / {r['reader_accuracy']:.1f}",
                      cell("comp"), f"{cell('comp_random')} / {cell('comp_similar')}", cell("suff"),
                      f"{cell('suff_random')} / {cell('suff_similar')}",
                      f"{100 * f.get('flip', [float('nan')])[0]:.0f} / {100 * f.get('flip_random', [float('nan')])[0]:.0f}"])  # fmt: skip
     print("Chain support (cgr/evaluation/support.py): support AUC right vs wrong / \"has a chain\" "
-          "AUC; choices shown a supporting chain (support >= 0.5), right / wrong %; gold fact on "
+          "AUC; AUC of the best chain's AMR role agreement (the hypothesis' predicate-role-argument "
+          "triples a chain states, minus those it fills with another argument) / of support "
+          "counting only chains with no conflicting role; choices shown a supporting chain (support >= 0.5), right / wrong %; gold fact on "
           "the chain shown first, ranked by support / search order %; accuracy answering by "
           "support alone / the reader's; faithfulness of the predicted answer's first chain "
           "(p(answer) drop, bootstrap 95 %): comprehensiveness and sufficiency against as many "
           "random facts read / as many of the most similar facts read; answer flips when the "
           "chain / as many random facts are removed %")  # fmt: skip
-    print_table(["run", "questions", "AUC support / has chain", "supported right / wrong",
+    print_table(["run", "questions", "AUC support / has chain", "AUC roles / support, roles checked", "supported right / wrong",
                  "gold on first chain", "support-only / reader acc.", "comprehensiveness",
                  "random / similar", "sufficiency drop", "random / similar", "flips"], rows)  # fmt: skip
     if not rows:
