@@ -1,0 +1,28 @@
+"""The AMR role signal benchmarks/chain_support.py measures beside the reader's support."""
+
+from benchmarks.chain_support import auc, role_agreement, role_triples
+
+HYPOTHESIS = "(u / use-01 :ARG1 (t / thermometer) :ARG2 (m / measure-01 :ARG1 (l / length)))"
+STATES = "(u / use-01 :ARG1 (t / thermometer) :ARG2 (m / measure-01 :ARG1 (l / length)))"
+CONFLICTS = "(u / use-01 :ARG1 (t / thermometer) :ARG2 (m / measure-01 :ARG1 (x / temperature)))"
+PARTIAL = "(u / use-01 :ARG1 (t / thermometer) :ARG2 (m / measure-01))"
+UNRELATED = "(s / shine-01 :ARG0 (s2 / sun))"
+
+
+def test_triples_drop_senses_and_keep_roles():
+    assert ("measure", ":ARG1", "length") in role_triples(HYPOTHESIS)
+    assert ("use", ":ARG2", "measure") in role_triples(HYPOTHESIS)
+    assert role_triples("(broken") == set()
+
+
+def test_a_fact_that_fills_a_role_with_another_argument_scores_below_one_that_leaves_it_open():
+    hyp = role_triples(HYPOTHESIS)
+    scores = [role_agreement(hyp, [role_triples(g)]) for g in (STATES, PARTIAL, CONFLICTS)]
+    assert scores == sorted(scores, reverse=True) and len(set(scores)) == 3
+    assert scores[0] == 1.0
+    assert role_agreement(hyp, [role_triples(UNRELATED)]) == 0.0
+    assert role_agreement(set(), [role_triples(STATES)]) == 0.0
+
+
+def test_auc_counts_ties_as_half():
+    assert auc([1.0, 0.5], [0.5, 0.0]) == (1 + 1 + 0.5 + 1) / 4
