@@ -72,6 +72,7 @@ def measure(checkpoint: Path, encoder: str) -> dict:
     settings = data_settings(read_checkpoint(checkpoint))
     questions = [q for q in dev_questions(settings) if q.gold_facts and q.answer_index is not None]
     predictor = Predictor.from_checkpoint(checkpoint, query_encoder=encoder)
+    predictor.support_candidates = 0  # what is read and answered, not the chains' support
     pipeline = predictor.pipeline
     examples = pipeline.pools(questions, desc="figure 4: pools")
     # (a) each hypothesis against the open book alone, top 10, as the authors' pool indices 1-10
