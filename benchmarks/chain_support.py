@@ -31,7 +31,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import RESULTS, load_result, machine, print_table, save_result  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    RESULTS,
+    cached_examples,
+    load_result,
+    machine,
+    print_table,
+    save_result,
+)
 
 SEED = 0
 BOOTSTRAP = 1000
@@ -160,21 +167,13 @@ def role_signals(pipeline, examples, support) -> dict[str, list[list[float]]]:
 
 def measure(checkpoint: Path, data: str, calibrate: str | None = None) -> dict:
     from cgr.api import Predictor
-    from cgr.data.gold import attach_gold_facts
-    from cgr.data.loaders import load_multiple_choice
     from cgr.evaluation.support import SUPPORTED, chain_support, rank_by_support
     from cgr.evidence.selection import text_key
-    from cgr.pretrained.source import data_settings
-    from cgr.training.checkpoints import read_checkpoint
 
     rng = random.Random(SEED)
     predictor = Predictor.from_checkpoint(checkpoint)
     module = predictor.module
-    questions = load_multiple_choice(data)
-    gold_files = data_settings(read_checkpoint(checkpoint)).get("gold_facts_files")
-    if gold_files:
-        attach_gold_facts(questions, gold_files)
-    examples = predictor.pipeline(questions)
+    questions, examples = cached_examples(checkpoint, data)
     search_first = [[list(c[0].texts) if c else [] for c in (ex.chains or [])] for ex in examples]
     support = chain_support(module, examples)
     for ex, sup in zip(examples, support, strict=True):
