@@ -145,10 +145,10 @@ def role_agreement(hypothesis: set, facts: list[set]) -> float:
 def role_signals(pipeline, examples, support) -> dict[str, list[list[float]]]:
     """Per example and choice, the best chain's role agreement, and the best support among the
     chains that state no conflicting role (support checked by roles)."""
-    sentences = {h for ex in examples for h in ex.hypotheses}
-    sentences |= {t for ex in examples for cs in (ex.chains or []) for c in cs for t in c.texts}
     from cgr.amr.parsers import CachedParser
 
+    sentences = {h for ex in examples for h in ex.hypotheses}
+    sentences |= {t for ex in examples for cs in (ex.chains or []) for c in cs for t in c.texts}
     ordered = sorted(sentences)  # parsed when the chains were searched: read from the cache
     parsed = dict(zip(ordered, CachedParser(pipeline.chains.amr).parse(ordered), strict=True))
     triples = {text: role_triples(g) for text, g in parsed.items()}
@@ -166,19 +166,16 @@ def role_signals(pipeline, examples, support) -> dict[str, list[list[float]]]:
 
 
 def measure(checkpoint: Path, data: str, calibrate: str | None = None) -> dict:
-    from cgr.api import Predictor
     from cgr.evaluation.support import SUPPORTED, chain_support, rank_by_support
     from cgr.evidence.selection import text_key
 
     rng = random.Random(SEED)
-    predictor = Predictor.from_checkpoint(checkpoint)
-    module = predictor.module
-    questions, examples = cached_examples(checkpoint, data)
+    module, pipeline, questions, examples = cached_examples(checkpoint, data)
     search_first = [[list(c[0].texts) if c else [] for c in (ex.chains or [])] for ex in examples]
     support = chain_support(module, examples)
     for ex, sup in zip(examples, support, strict=True):
         sup[:] = rank_by_support(ex, sup)
-    roles = role_signals(predictor.pipeline, examples, support)
+    roles = role_signals(pipeline, examples, support)
     scored = []
     for start in range(0, len(examples), 16):
         scored += module.predict_step(examples[start : start + 16], 0)
@@ -218,20 +215,20 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None) -> dict:
                  for c, v in enumerate(row)]  # fmt: skip
         result[f"{key}_auc"] = auc([v for v, r in pairs if r], [v for v, r in pairs if not r])
     if calibrate:
-        result["calibrated_threshold"] = calibrated(predictor, calibrate)
+        result["calibrated_threshold"] = calibrated(module, pipeline, calibrate)
     return result
 
 
-def calibrated(predictor, path: str) -> float:
+def calibrated(module, pipeline, path: str) -> float:
     """The support threshold that best tells right from wrong choices on a training file
     (Youden's J over the choices' best chain support)."""
     from cgr.data.loaders import load_multiple_choice
     from cgr.evaluation.support import chain_support
 
     questions = load_multiple_choice(path)[:300]
-    examples = predictor.pipeline(questions)
+    examples = pipeline(questions)
     best = [(max(s, default=0.0), c == q.answer_index)
-            for q, sup in zip(questions, chain_support(predictor.module, examples), strict=True)
+            for q, sup in zip(questions, chain_support(module, examples), strict=True)
             for c, s in enumerate(sup)]  # fmt: skip
     n_right = sum(r for _, r in best) or 1
     n_wrong = sum(not r for _, r in best) or 1

@@ -99,19 +99,22 @@ def dev_questions(data: dict) -> list:
 
 
 def cached_examples(checkpoint: Path, data: str | None = None, query_encoder: str = "auto"):
-    """The questions of `data` (default: the checkpoint's dev file, gold facts attached) and
-    their examples as `cgr eval` builds them: pools and chains read from the disk caches
-    training and eval write (a dev file's OBQA pools take 10 minutes on 2 cores to retrieve)."""
+    """The checkpoint's module and evidence pipeline, the questions of `data` (default: its dev
+    file, gold facts attached) and their examples as `cgr eval` builds them: pools and chains
+    read from the disk caches training and eval write (a dev file's OBQA pools take 10
+    minutes on 2 cores to retrieve). The model loads once."""
     from cgr.evaluation.predict import _datamodule_for
     from cgr.pretrained.source import open_model
 
     opened = open_model(checkpoint, query_encoder, dev_file=data is None)
     datamodule = _datamodule_for(opened.data, data)
-    _, encoder = opened.load("cpu")
+    module, encoder = opened.load("cpu")
+    module.eval()  # scored outside a Trainer: dropout off, as in `cgr eval` and the API
     if encoder is not None:  # a CGR checkpoint's query encoder retrieves (cached by its hash)
         datamodule.use_query_encoder(encoder)
     datamodule.setup("predict")
-    return datamodule._questions["predict"], datamodule.splits["predict"]
+    examples = datamodule.splits["predict"]
+    return module, datamodule.pipeline, datamodule._questions["predict"], examples
 
 
 def dev_gold(config: dict) -> dict[str, set[str]]:

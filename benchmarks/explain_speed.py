@@ -192,8 +192,9 @@ def serve_latency(model: str, clients: list[int], code: Path = ROOT, questions: 
 
 def table() -> None:
     rows = []
-    for path in sorted((ROOT / "benchmarks" / "results").glob("explain_speed-*.json")):
-        r = load_result(path.stem)
+    paths = sorted((ROOT / "benchmarks" / "results").glob("explain_speed-*.json"))
+    saved = [load_result(path.stem) for path in paths]
+    for r in saved:
         s = r["stages"]["stages"]
         serve = r.get("serve") or {}
         rows.append([r["label"], f"{statistics.median(r['wall_s']):.1f} ({min(r['wall_s']):.1f}–{max(r['wall_s']):.1f})", r["model_loads"],
@@ -206,14 +207,8 @@ def table() -> None:
     print_table(["label", "wall s", "encoder loads", *STAGES, "serve 1 client", "serve 8 clients",
                  "date"], rows)  # fmt: skip
     if rows:
-        print(
-            f"machine: {load_result(sorted((ROOT / 'benchmarks' / 'results').glob('explain_speed-*.json'))[-1].stem)['machine']}"
-        )
-    floors = [
-        (load_result(p.stem))
-        for p in sorted((ROOT / "benchmarks" / "results").glob("explain_speed-*.json"))
-    ]
-    floors = [r for r in floors if r.get("imports")]
+        print(f"machine: {saved[-1]['machine']}")
+    floors = [r for r in saved if r.get("imports")]
     if floors:
         print()
         print("Seconds a fresh interpreter takes to import what the command needs, cumulative "
