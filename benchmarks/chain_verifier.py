@@ -1,0 +1,237 @@
+"""A chain verifier trained on a training file, measured against the reader's support alone.
+
+The support score (cgr/evaluation/support.py) is the reader's judgement of one chain. A
+verifier adds what the chain search and the pool know about the chain, and the contrast
+between the choices of one question, and is fitted on training questions: a right answer's
+chains through a gold fact are the positives, the wrong answers' chains the negatives (the
+right answer's other chains are left out: they may or may not support it). A logistic
+regression over a few named features, so that its weights can be read and stored as numbers.
+
+Measured on the dev file, each signal in turn ranking every choice's chains:
+* AUC of a choice's best chain score, right vs wrong choices;
+* right / wrong choices shown a supporting chain, at the threshold the training file
+  calibrates (Youden's J over the choices' best scores) for each signal;
+* the gold fact on the chain shown first;
+* the signal as an answer on its own (the choice whose best chain scores highest).
+
+    .venv/bin/python benchmarks/chain_verifier.py --checkpoint CKPT --train TRAIN.jsonl \
+        --train-questions 1500 --name obqa-...
+    .venv/bin/python benchmarks/chain_verifier.py --table
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.chain_support import auc  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    RESULTS,
+    cached_examples,
+    load_result,
+    machine,
+    print_table,
+    save_result,
+)
+
+SEED = 0
+FEATURES = (
+    "support",  # the reader's p(choice | the chain's facts alone)
+    "contrast",  # support minus the best support any other choice of the question has
+    "search_rank",  # the chain's place in the search's order (0 first), / candidates
+    "facts",  # facts on the chain
+    "open_book",  # the chain holds an open-book fact
+    "pool_score",  # the best retrieval score of its facts in the choice's pool
+    "pool_rank",  # the best pool rank of its facts, / pool size (0 first)
+)
+
+
+def chain_features(examples, support, candidates: int) -> list[list[list[list[float]]]]:
+    """Per example, choice and scored chain, the FEATURES as numbers."""
+    out = []
+    for ex, sup in zip(examples, support, strict=True):
+        best = [max(s, default=0.0) for s in sup]
+        rows = []
+        for c, scores in enumerate(sup):
+            others = max((b for i, b in enumerate(best) if i != c), default=0.0)
+            pool = {f.text: (r, f) for r, f in enumerate(ex.pool[c] if ex.pool else [])}
+            size = max(len(pool), 1)
+            feats = []
+            for k, (chain, s) in enumerate(zip(ex.chains[c], scores, strict=False)):
+                hits = [pool[t] for t in chain.texts if t in pool]
+                feats.append([
+                    s, s - others, k / candidates, float(len(chain.facts)),
+                    float(any(f.source == "open_book" for _, f in hits)),
+                    max((f.score for _, f in hits), default=0.0),
+                    min((r for r, _ in hits), default=size) / size,
+                ])  # fmt: skip
+            rows.append(feats)
+        out.append(rows)
+    return out
+
+
+def scored_examples(checkpoint: Path, data: str | None, limit: int, candidates: int, rng):
+    """The questions of `data` (a sample of `limit`), their examples, supports and features."""
+    from cgr.evaluation.support import chain_support
+
+    module, _, questions, examples = cached_examples(checkpoint, data)
+    pairs = list(zip(questions, examples, strict=True))
+    if limit and len(pairs) > limit:
+        pairs = rng.sample(pairs, limit)
+    questions, examples = [q for q, _ in pairs], [e for _, e in pairs]
+    support = chain_support(module, examples, candidates)
+    return questions, examples, support, chain_features(examples, support, candidates)
+
+
+def gold_texts(question) -> set[str]:
+    from cgr.evidence.selection import text_key
+
+    return {text_key(g) for g in question.gold_facts}
+
+
+def on_gold(chain, gold: set[str]) -> bool:
+    from cgr.evidence.selection import text_key
+
+    return bool(gold & {text_key(t) for t in chain.texts})
+
+
+def training_rows(questions, examples, features) -> tuple[list[list[float]], list[int]]:
+    x, y = [], []
+    for q, ex, feats in zip(questions, examples, features, strict=True):
+        gold = gold_texts(q)
+        for c, rows in enumerate(feats):
+            for chain, row in zip(ex.chains[c], rows, strict=False):
+                if c != q.answer_index:
+                    x.append(row), y.append(0)
+                elif gold and on_gold(chain, gold):
+                    x.append(row), y.append(1)
+    return x, y
+
+
+def fit(x: list[list[float]], y: list[int]) -> dict:
+    """Standardised logistic regression; its weights as numbers (nothing pickled)."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    arr = np.asarray(x, dtype=float)
+    mean, std = arr.mean(0), arr.std(0) + 1e-9
+    model = LogisticRegression(C=1.0, max_iter=1000, class_weight="balanced")
+    model.fit((arr - mean) / std, np.asarray(y))
+    return {"features": list(FEATURES), "mean": mean.tolist(), "std": std.tolist(),
+            "weights": model.coef_[0].tolist(), "bias": float(model.intercept_[0])}  # fmt: skip
+
+
+def verify(verifier: dict, row: list[float]) -> float:
+    z = verifier["bias"] + sum(
+        w * (v - m) / s
+        for w, v, m, s in zip(
+            verifier["weights"], row, verifier["mean"], verifier["std"], strict=True
+        )
+    )
+    return 1 / (1 + math.exp(-z))
+
+
+def signals(verifier: dict) -> dict:
+    """Each signal as a function of a chain's feature row."""
+    return {"support": lambda r: r[0], "verifier": lambda r: verify(verifier, r)}
+
+
+def best_scores(features, signal) -> list[list[tuple[float, int | None]]]:
+    """Per example and choice: its best chain's score under `signal` and that chain's index."""
+    out = []
+    for feats in features:
+        row = []
+        for rows in feats:
+            scored = [(signal(r), k) for k, r in enumerate(rows)]
+            row.append(max(scored, default=(0.0, None)))
+        out.append(row)
+    return out
+
+
+def youden(best, questions) -> float:
+    pairs = [(s, c == q.answer_index) for q, row in zip(questions, best, strict=True)
+             for c, (s, _) in enumerate(row)]  # fmt: skip
+    n_right = sum(r for _, r in pairs) or 1
+    n_wrong = sum(not r for _, r in pairs) or 1
+    grid = sorted({round(s, 3) for s, _ in pairs})
+    return max(grid, key=lambda t: sum(s >= t and r for s, r in pairs) / n_right
+               - sum(s >= t and not r for s, r in pairs) / n_wrong)  # fmt: skip
+
+
+def evaluate(questions, examples, best, threshold: float) -> dict:
+    right, wrong, answered, gold_first, with_gold = [], [], 0, 0, 0
+    for q, ex, row in zip(questions, examples, best, strict=True):
+        for c, (s, _) in enumerate(row):
+            (right if c == q.answer_index else wrong).append(s)
+        answered += max(range(len(row)), key=lambda c: row[c][0]) == q.answer_index
+        if gold := gold_texts(q):
+            with_gold += 1
+            k = row[q.answer_index][1]
+            gold_first += k is not None and on_gold(ex.chains[q.answer_index][k], gold)
+    return {
+        "auc": auc(right, wrong), "threshold": threshold,
+        "right_supported": 100 * sum(s >= threshold for s in right) / len(right),
+        "wrong_supported": 100 * sum(s >= threshold for s in wrong) / len(wrong),
+        "gold_first": 100 * gold_first / with_gold if with_gold else None,
+        "answer_accuracy": 100 * answered / len(questions),
+    }  # fmt: skip
+
+
+def measure(checkpoint: Path, train: str, limit: int, candidates: int) -> dict:
+    rng = random.Random(SEED)
+    tq, tex, _, tfeats = scored_examples(checkpoint, train, limit, candidates, rng)
+    x, y = training_rows(tq, tex, tfeats)
+    verifier = fit(x, y)
+    dq, dex, _, dfeats = scored_examples(checkpoint, None, 0, candidates, rng)
+    rows = {}
+    for name, signal in signals(verifier).items():
+        threshold = youden(best_scores(tfeats, signal), tq)
+        rows[name] = evaluate(dq, dex, best_scores(dfeats, signal), threshold)
+    return {
+        "checkpoint": str(checkpoint), "train": train, "train_questions": len(tq),
+        "positives": sum(y), "negatives": len(y) - sum(y), "candidates": candidates,
+        "dev_questions": len(dq), "verifier": verifier, "signals": rows, "machine": machine(),
+    }  # fmt: skip
+
+
+def table() -> None:
+    rows = []
+    for path in sorted(RESULTS.glob("chain_verifier-*.json")):
+        r = load_result(path.stem)
+        for name, s in r["signals"].items():
+            rows.append([path.stem.removeprefix("chain_verifier-"), name, r["train_questions"],
+                         f"{s['auc']:.2f}", f"{s['threshold']:.2f}",
+                         f"{s['right_supported']:.1f} / {s['wrong_supported']:.1f}",
+                         f"{s['gold_first']:.1f}" if s["gold_first"] is not None else "–",
+                         f"{s['answer_accuracy']:.1f}", r.get("date", "")])  # fmt: skip
+    print("Chain verifier (benchmarks/chain_verifier.py): each signal ranking every choice's "
+          "chains, on the dev file; thresholds calibrated on the training questions (Youden's J)")  # fmt: skip
+    print_table(["run", "signal", "train questions", "AUC right vs wrong", "threshold",
+                 "supported right / wrong", "gold on first chain", "as the answer", "date"], rows)  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--checkpoint", type=Path)
+    parser.add_argument("--train", help="a training file with answer keys and gold facts")
+    parser.add_argument("--train-questions", type=int, default=1500)
+    parser.add_argument("--candidates", type=int, default=10)
+    parser.add_argument("--name")
+    parser.add_argument("--table", action="store_true")
+    args = parser.parse_args()
+    if not args.table:
+        import datetime
+
+        row = measure(args.checkpoint, args.train, args.train_questions, args.candidates)
+        row["date"] = datetime.date.today().isoformat()
+        save_result(f"chain_verifier-{args.name}", row)
+    table()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""The chain verifier benchmarks/chain_verifier.py fits: its stored weights score as the fitted
+model does, and its threshold and measures count what they say."""
+
+import math
+import random
+from types import SimpleNamespace
+
+import pytest
+
+from benchmarks.chain_verifier import FEATURES, best_scores, evaluate, fit, verify, youden
+from cgr.data.records import Chain
+
+
+def rows(n: int, positive: bool, rng: random.Random) -> list[list[float]]:
+    shift = 1.0 if positive else 0.0
+    return [[rng.gauss(shift, 0.5) for _ in FEATURES] for _ in range(n)]
+
+
+def test_stored_weights_score_as_the_fitted_model():
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("sklearn")
+    from sklearn.linear_model import LogisticRegression
+
+    rng = random.Random(0)
+    x = rows(60, True, rng) + rows(60, False, rng)
+    y = [1] * 60 + [0] * 60
+    verifier = fit(x, y)
+    assert all(math.isfinite(w) for w in verifier["weights"])
+    assert verifier["features"] == list(FEATURES)
+    arr = np.asarray(x)
+    model = LogisticRegression(C=1.0, max_iter=1000, class_weight="balanced")
+    model.fit((arr - arr.mean(0)) / (arr.std(0) + 1e-9), y)
+    expected = model.predict_proba((arr - arr.mean(0)) / (arr.std(0) + 1e-9))[:, 1]
+    assert [verify(verifier, r) for r in x] == pytest.approx(expected.tolist(), abs=1e-9)
+    # separable data: positives score above negatives on average
+    assert sum(verify(verifier, r) for r in x[:60]) > sum(verify(verifier, r) for r in x[60:])
+
+
+def question(answer: int, gold: str) -> SimpleNamespace:
+    return SimpleNamespace(answer_index=answer, gold_facts=[gold])
+
+
+def test_threshold_and_measures_on_a_hand_made_question():
+    # two choices, right = 0; its best chain (index 1) holds the gold fact
+    ex = SimpleNamespace(chains=[[Chain(("a",), ("q", "x"), ("Plants need water.",)),
+                                  Chain(("g",), ("q", "y"), ("Heat melts ice.",))],
+                                 [Chain(("b",), ("q", "z"), ("Salt is white.",))]])  # fmt: skip
+    features = [[[[0.2], [0.9]], [[0.4]]]]
+    best = best_scores(features, lambda r: r[0])
+    assert best == [[(0.9, 1), (0.4, 0)]]
+    q = question(0, "Heat melts ice.")
+    assert youden(best, [q]) == pytest.approx(0.9)  # right at 0.9 kept, wrong at 0.4 dropped
+    measured = evaluate([q], [ex], best, 0.5)
+    assert measured["auc"] == 1.0 and measured["gold_first"] == 100.0
+    assert (measured["right_supported"], measured["wrong_supported"]) == (100.0, 0.0)
+    assert measured["answer_accuracy"] == 100.0
+    # the wrong choice's chain scored higher: it is answered, and the gold chain is not first
+    flipped = best_scores([[[[0.9], [0.2]], [[0.95]]]], lambda r: r[0])
+    measured = evaluate([q], [ex], flipped, 0.5)
+    assert measured["answer_accuracy"] == 0.0 and measured["gold_first"] == 0.0
