@@ -230,11 +230,17 @@ def calibrated(module, pipeline, path: str) -> float:
     best = [(max(s, default=0.0), c == q.answer_index)
             for q, sup in zip(questions, chain_support(module, examples), strict=True)
             for c, s in enumerate(sup)]  # fmt: skip
-    n_right = sum(r for _, r in best) or 1
-    n_wrong = sum(not r for _, r in best) or 1
-    grid = [i / 20 for i in range(1, 20)]
-    return max(grid, key=lambda t: sum(v >= t and r for v, r in best) / n_right
-               - sum(v >= t and not r for v, r in best) / n_wrong)  # fmt: skip
+    return youden(best, [i / 20 for i in range(1, 20)])
+
+
+def youden(pairs: list[tuple[float, bool]], grid: list[float] | None = None) -> float:
+    """The threshold (from `grid`, default: the scores seen) that best tells right choices
+    (True) from wrong ones: Youden's J, true-positive minus false-positive rate."""
+    n_right = sum(r for _, r in pairs) or 1
+    n_wrong = sum(not r for _, r in pairs) or 1
+    grid = grid if grid is not None else sorted({round(v, 3) for v, _ in pairs})
+    return max(grid, key=lambda t: sum(v >= t and r for v, r in pairs) / n_right
+               - sum(v >= t and not r for v, r in pairs) / n_wrong)  # fmt: skip
 
 
 def table() -> None:

@@ -29,15 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.chain_support import auc  # noqa: E402
-from benchmarks.common import (  # noqa: E402
-    RESULTS,
-    cached_examples,
-    load_result,
-    machine,
-    print_table,
-    save_result,
-)
+from benchmarks import common  # noqa: E402
+from benchmarks.chain_support import auc, youden  # noqa: E402
 
 SEED = 0
 FEATURES = (
@@ -79,7 +72,7 @@ def scored_examples(checkpoint: Path, data: str | None, limit: int, candidates: 
     """The questions of `data` (a sample of `limit`), their examples, supports and features."""
     from cgr.evaluation.support import chain_support
 
-    module, _, questions, examples = cached_examples(checkpoint, data)
+    module, _, questions, examples = common.cached_examples(checkpoint, data)
     pairs = list(zip(questions, examples, strict=True))
     if limit and len(pairs) > limit:
         pairs = rng.sample(pairs, limit)
@@ -153,14 +146,10 @@ def best_scores(features, signal) -> list[list[tuple[float, int | None]]]:
     return out
 
 
-def youden(best, questions) -> float:
-    pairs = [(s, c == q.answer_index) for q, row in zip(questions, best, strict=True)
-             for c, (s, _) in enumerate(row)]  # fmt: skip
-    n_right = sum(r for _, r in pairs) or 1
-    n_wrong = sum(not r for _, r in pairs) or 1
-    grid = sorted({round(s, 3) for s, _ in pairs})
-    return max(grid, key=lambda t: sum(s >= t and r for s, r in pairs) / n_right
-               - sum(s >= t and not r for s, r in pairs) / n_wrong)  # fmt: skip
+def calibrate(best, questions) -> float:
+    """The threshold the training questions give a signal (Youden's J, right vs wrong)."""
+    return youden([(s, c == q.answer_index) for q, row in zip(questions, best, strict=True)
+                   for c, (s, _) in enumerate(row)])  # fmt: skip
 
 
 def evaluate(questions, examples, best, threshold: float) -> dict:
@@ -190,19 +179,19 @@ def measure(checkpoint: Path, train: str, limit: int, candidates: int) -> dict:
     dq, dex, _, dfeats = scored_examples(checkpoint, None, 0, candidates, rng)
     rows = {}
     for name, signal in signals(verifier).items():
-        threshold = youden(best_scores(tfeats, signal), tq)
+        threshold = calibrate(best_scores(tfeats, signal), tq)
         rows[name] = evaluate(dq, dex, best_scores(dfeats, signal), threshold)
     return {
         "checkpoint": str(checkpoint), "train": train, "train_questions": len(tq),
         "positives": sum(y), "negatives": len(y) - sum(y), "candidates": candidates,
-        "dev_questions": len(dq), "verifier": verifier, "signals": rows, "machine": machine(),
+        "dev_questions": len(dq), "verifier": verifier, "signals": rows, "machine": common.machine(),
     }  # fmt: skip
 
 
 def table() -> None:
     rows = []
-    for path in sorted(RESULTS.glob("chain_verifier-*.json")):
-        r = load_result(path.stem)
+    for path in sorted(common.RESULTS.glob("chain_verifier-*.json")):
+        r = common.load_result(path.stem)
         for name, s in r["signals"].items():
             rows.append([path.stem.removeprefix("chain_verifier-"), name, r["train_questions"],
                          f"{s['auc']:.2f}", f"{s['threshold']:.2f}",
@@ -211,7 +200,7 @@ def table() -> None:
                          f"{s['answer_accuracy']:.1f}", r.get("date", "")])  # fmt: skip
     print("Chain verifier (benchmarks/chain_verifier.py): each signal ranking every choice's "
           "chains, on the dev file; thresholds calibrated on the training questions (Youden's J)")  # fmt: skip
-    print_table(["run", "signal", "train questions", "AUC right vs wrong", "threshold",
+    common.print_table(["run", "signal", "train questions", "AUC right vs wrong", "threshold",
                  "supported right / wrong", "gold on first chain", "as the answer", "date"], rows)  # fmt: skip
 
 
@@ -229,7 +218,7 @@ def main() -> None:
 
         row = measure(args.checkpoint, args.train, args.train_questions, args.candidates)
         row["date"] = datetime.date.today().isoformat()
-        save_result(f"chain_verifier-{args.name}", row)
+        common.save_result(f"chain_verifier-{args.name}", row)
     table()
 
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchmarks.chain_verifier import FEATURES, best_scores, evaluate, fit, verify, youden
+from benchmarks.chain_verifier import FEATURES, best_scores, calibrate, evaluate, fit, verify
 from cgr.data.records import Chain
 
 
@@ -49,7 +49,7 @@ def test_threshold_and_measures_on_a_hand_made_question():
     best = best_scores(features, lambda r: r[0])
     assert best == [[(0.9, 1), (0.4, 0)]]
     q = question(0, "Heat melts ice.")
-    assert youden(best, [q]) == pytest.approx(0.9)  # right at 0.9 kept, wrong at 0.4 dropped
+    assert calibrate(best, [q]) == pytest.approx(0.9)  # right at 0.9 kept, wrong at 0.4 dropped
     measured = evaluate([q], [ex], best, 0.5)
     assert measured["auc"] == 1.0 and measured["gold_first"] == 100.0
     assert (measured["right_supported"], measured["wrong_supported"]) == (100.0, 0.0)
