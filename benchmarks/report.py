@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 PAGES = [
     ROOT / "docs" / name
-    for name in ("benchmarks.md", "benchmarks-multihop.md", "status.md", "riches.md")
+    for name in ("benchmarks.md", "benchmarks-multihop.md", "status.md", "riches.md", "chains.md")
 ] + [ROOT / "README.md"]
 CGR_OBQA = ["cgr_ablations.py", "--train-questions", "0", "--seeds", "1", "2", "3"]
 IRCOT_HOTPOTQA = ["ircot.py", "--table", "--datasets", "hotpotqa", "--methods", "oner", "ircot"]
@@ -56,6 +56,7 @@ TABLES = {
     "chain-quality-dev": ["chain_quality.py", "--table", "--without-support"],
     "chain-quality-train": ["chain_quality.py", "--split", "train", "--table", "--without-support"],
     "chain-support": ["chain_support.py", "--table"],
+    "chain-verifier": ["chain_verifier.py", "--table"],
     "explain-speed": ["explain_speed.py", "--table"],
     "amr-parser": ["amr_parser.py", "--table"],
     "ircot": ["ircot.py", "--table", "--no-types", "--methods", "nor", "oner", "ircot", "beam", "chains",
