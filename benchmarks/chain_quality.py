@@ -251,15 +251,17 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--table", action="store_true", help="print the saved rows, run nothing")
     parser.add_argument("--without-support", action="store_true",
-                        help="with --table: leave out the chain support table (chain_support.py)")  # fmt: skip
+                        help="with --table: leave out the chain support and verifier tables")  # fmt: skip
     args = parser.parse_args()
     if args.table:
         table(args.datasets, args.split, args.settings)
         if not args.without_support:  # the chains' support, on trained checkpoints
-            from benchmarks import chain_support
+            from benchmarks import chain_support, chain_verifier
 
             print()
             chain_support.table()
+            print()
+            chain_verifier.table()
         return
     for dataset in args.datasets:
         examples, config = pools(dataset, args.split)
