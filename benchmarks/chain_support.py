@@ -111,6 +111,20 @@ def faithfulness(module, scored, rng: random.Random) -> dict:
     } | {"questions": len(rows)}
 
 
+def gold_texts(question) -> set[str]:
+    """A question's gold facts, compared as the evidence selection compares texts."""
+    from cgr.evidence.selection import text_key
+
+    return {text_key(g) for g in question.gold_facts}
+
+
+def on_gold(texts, gold: set[str]) -> bool:
+    """Whether any of `texts` (a chain's facts) is a gold fact."""
+    from cgr.evidence.selection import text_key
+
+    return bool(gold & {text_key(t) for t in texts})
+
+
 def role_triples(graph) -> set[tuple[str, str, str]]:
     """(predicate concept, role, argument concept or value) of an AMR graph, senses and case
     dropped: "measure-01 :ARG1 temperature" is ("measure", ":ARG1", "temperature")."""
@@ -167,7 +181,6 @@ def role_signals(pipeline, examples, support) -> dict[str, list[list[float]]]:
 
 def measure(checkpoint: Path, data: str, calibrate: str | None = None) -> dict:
     from cgr.evaluation.support import SUPPORTED, chain_support, rank_by_support
-    from cgr.evidence.selection import text_key
 
     rng = random.Random(SEED)
     module, pipeline, questions, examples = cached_examples(checkpoint, data)
@@ -192,12 +205,12 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None) -> dict:
         support_answer += max(range(len(best)), key=best.__getitem__) == q.answer_index
         reader_right += max(range(len(scores)), key=scores.__getitem__) == q.answer_index
         support_right += best[q.answer_index] >= SUPPORTED
-        gold = {text_key(g) for g in q.gold_facts}
+        gold = gold_texts(q)
         if gold:
             with_gold += 1
             shown = ex.chains[q.answer_index][0].texts if ex.chains[q.answer_index] else ()
-            gold_support += bool(gold & {text_key(t) for t in shown})
-            gold_search += bool(gold & {text_key(t) for t in first[q.answer_index]})
+            gold_support += on_gold(shown, gold)
+            gold_search += on_gold(first[q.answer_index], gold)
     n = len(questions)
     result = {
         "checkpoint": str(checkpoint), "data": data, "machine": machine(), "questions": n,

@@ -15,7 +15,7 @@ Measured on the dev file, each signal in turn ranking every choice's chains:
 * the signal as an answer on its own (the choice whose best chain scores highest).
 
     .venv/bin/python benchmarks/chain_verifier.py --checkpoint CKPT --train TRAIN.jsonl \
-        --train-questions 1500 --name obqa-...
+        --train-questions 400 --name obqa-...
     .venv/bin/python benchmarks/chain_verifier.py --table
 """
 
@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import common  # noqa: E402
-from benchmarks.chain_support import auc, youden  # noqa: E402
+from benchmarks.chain_support import auc, gold_texts, on_gold, youden  # noqa: E402
 
 SEED = 0
 FEATURES = (
@@ -81,18 +81,6 @@ def scored_examples(checkpoint: Path, data: str | None, limit: int, candidates: 
     return questions, examples, support, chain_features(examples, support, candidates)
 
 
-def gold_texts(question) -> set[str]:
-    from cgr.evidence.selection import text_key
-
-    return {text_key(g) for g in question.gold_facts}
-
-
-def on_gold(chain, gold: set[str]) -> bool:
-    from cgr.evidence.selection import text_key
-
-    return bool(gold & {text_key(t) for t in chain.texts})
-
-
 def training_rows(questions, examples, features) -> tuple[list[list[float]], list[int]]:
     x, y = [], []
     for q, ex, feats in zip(questions, examples, features, strict=True):
@@ -101,7 +89,7 @@ def training_rows(questions, examples, features) -> tuple[list[list[float]], lis
             for chain, row in zip(ex.chains[c], rows, strict=False):
                 if c != q.answer_index:
                     x.append(row), y.append(0)
-                elif gold and on_gold(chain, gold):
+                elif gold and on_gold(chain.texts, gold):
                     x.append(row), y.append(1)
     return x, y
 
@@ -161,7 +149,7 @@ def evaluate(questions, examples, best, threshold: float) -> dict:
         if gold := gold_texts(q):
             with_gold += 1
             k = row[q.answer_index][1]
-            gold_first += k is not None and on_gold(ex.chains[q.answer_index][k], gold)
+            gold_first += k is not None and on_gold(ex.chains[q.answer_index][k].texts, gold)
     return {
         "auc": auc(right, wrong), "threshold": threshold,
         "right_supported": 100 * sum(s >= threshold for s in right) / len(right),
@@ -208,7 +196,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--checkpoint", type=Path)
     parser.add_argument("--train", help="a training file with answer keys and gold facts")
-    parser.add_argument("--train-questions", type=int, default=1500)
+    parser.add_argument("--train-questions", type=int, default=400)
     parser.add_argument("--candidates", type=int, default=10)
     parser.add_argument("--name")
     parser.add_argument("--table", action="store_true")

@@ -5,7 +5,9 @@ import math
 import random
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
+from sklearn.linear_model import LogisticRegression
 
 from benchmarks.chain_verifier import FEATURES, best_scores, calibrate, evaluate, fit, verify
 from cgr.data.records import Chain
@@ -17,10 +19,6 @@ def rows(n: int, positive: bool, rng: random.Random) -> list[list[float]]:
 
 
 def test_stored_weights_score_as_the_fitted_model():
-    np = pytest.importorskip("numpy")
-    pytest.importorskip("sklearn")
-    from sklearn.linear_model import LogisticRegression
-
     rng = random.Random(0)
     x = rows(60, True, rng) + rows(60, False, rng)
     y = [1] * 60 + [0] * 60
