@@ -22,9 +22,9 @@ from cgr.data.limits import make_question  # noqa: F401 - part of the API
 from cgr.data.loaders import load_multiple_choice
 from cgr.data.records import Question
 from cgr.errors import ConfigError
-from cgr.evaluation.predict import module_class
 from cgr.evaluation.prediction import Prediction
 from cgr.evidence.pipeline import EvidencePipeline
+from cgr.pretrained.loading import module_class
 from cgr.pretrained.source import open_model
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.base import RetrievedFact
@@ -36,8 +36,9 @@ def _device(device: str | None) -> str:
 
 
 class Predictor:
-    """A trained reader (ReaderModule or CGRModule) with the evidence pipeline it was trained
-    with: retrieval, chains and evidence selection exactly as `cgr eval` runs them.
+    """A trained reader (ReaderModule or CGRModule; a model folder's MultipleChoiceReader) with
+    the evidence pipeline it was trained with: retrieval, chains and evidence selection exactly
+    as `cgr eval` runs them.
     `chain_order`: "support" ranks each choice's chains by the reader's support (the first
     `support_candidates` of the search's order are scored; cgr.evaluation.support), "search"
     keeps the chain search's order and only reports the support."""
@@ -46,6 +47,7 @@ class Predictor:
         from cgr.evaluation.support import CANDIDATES
 
         self.module, self.pipeline, self.batch_size = module.eval(), pipeline, batch_size
+        self.reader = getattr(module, "reader", module)  # scores outside a Trainer
         self.chain_order, self.support_candidates = "support", CANDIDATES
 
     @property
@@ -101,7 +103,7 @@ class Predictor:
         pipeline = EvidencePipeline.from_settings(opened.data, progress=False)
         if chains is not None:
             pipeline.chains.enabled = chains
-        module, encoder = opened.load(_device(device))
+        module, encoder = opened.load(_device(device), lightning=False)
         if encoder is not None:  # CGR
             pipeline.use_query_encoder(encoder)
         return cls(module, pipeline, batch_size)
@@ -134,8 +136,8 @@ class Predictor:
         out: list[Prediction] = []
         for start in range(0, len(examples), self.batch_size):
             batch = examples[start : start + self.batch_size]
-            scored = self.module.predict_step(batch, start // self.batch_size)
-            out += predictions(self.module, scored, self.chain_order, self.support_candidates)
+            scored = self.reader.score(batch)
+            out += predictions(self.reader, scored, self.chain_order, self.support_candidates)
         return out
 
 

@@ -33,9 +33,10 @@ ORDERS = ("support", "search")
 
 
 def chain_support(
-    module, examples: list[ReaderExample], candidates: int = CANDIDATES, batch_size: int = 32
+    reader, examples: list[ReaderExample], candidates: int = CANDIDATES, batch_size: int = 32
 ) -> list[list[list[float]]]:
-    """Per example and choice, the support of each of its first `candidates` chains."""
+    """Per example and choice, the support of each of its first `candidates` chains.
+    `reader`: a MultipleChoiceReader, or a module that holds one as `.reader`."""
     virtual, where = [], []
     out = [[[] for _ in ex.choices] for ex in examples]
     for e, ex in enumerate(examples):
@@ -47,11 +48,11 @@ def chain_support(
                 if facts:  # a chain not tied to its pool's texts supports nothing
                     virtual.append(replace(ex, facts=[facts] * len(ex.choices)))
                     where.append((e, c, len(out[e][c]) - 1))
-    reader = module.reader
+    reader = getattr(reader, "reader", reader)
     for start in range(0, len(virtual), batch_size):
         batch = virtual[start : start + batch_size]
         with torch.no_grad():
-            probs = reader(reader.encode(batch, module.device)).float().softmax(-1).cpu()
+            probs = reader(reader.encode(batch, reader.device)).float().softmax(-1).cpu()
         for (e, c, k), row in zip(where[start : start + batch_size], probs, strict=True):
             out[e][c][k] = float(row[c])
     return out
@@ -110,7 +111,7 @@ def contrast(
     return record
 
 
-def predictions(module, scored: list[tuple[ReaderExample, list[float]]], order: str = "support",
+def predictions(reader, scored: list[tuple[ReaderExample, list[float]]], order: str = "support",
                 candidates: int = CANDIDATES) -> list:  # fmt: skip
     """Prediction records' objects for (example, scores) pairs as predict_step returns them:
     every choice's first `candidates` chains scored for support and, with order "support",
@@ -120,7 +121,7 @@ def predictions(module, scored: list[tuple[ReaderExample, list[float]]], order: 
     if order not in ORDERS:
         raise ValueError(f"chain order must be one of {ORDERS}, not {order!r}")
     examples = [ex for ex, _ in scored]
-    support = (chain_support(module, examples, candidates)
+    support = (chain_support(reader, examples, candidates)
                if candidates and any(ex.chains for ex in examples) else [None] * len(examples))  # fmt: skip
     out = []
     for (example, scores), sup in zip(scored, support, strict=True):

@@ -34,10 +34,13 @@ class OpenedModel:
     def name(self) -> str:
         return str(self.path)
 
-    def load(self, device: str = "cpu"):
-        """(reader module, query encoder or None): None retrieves with the configured encoder."""
+    def load(self, device: str = "cpu", lightning: bool = True):
+        """(reader module, query encoder or None): None retrieves with the configured encoder.
+        `lightning=False`: a model folder's reader as a plain MultipleChoiceReader, for scoring
+        outside a Trainer (the API, explain and serve do not import Lightning for it); a
+        checkpoint always loads as the LightningModule it was saved from."""
         if self.folder is not None:
-            return _load_folder(self.folder, device)
+            return _load_folder(self.folder, device, lightning)
         from cgr.pretrained.loading import load_module, retrieval_encoder
 
         module = load_module(self.path, self.checkpoint, device)
@@ -124,19 +127,27 @@ def check_corpus_files(data: dict, source: Path) -> None:
     check([*(retrieval.get("corpus") or []), *filter(None, [retrieval.get("open_book")])])
 
 
-def _load_folder(folder: ModelFolder, device: str):
-    """The reader from its transformers folder, the query encoder from its sentence-transformers
-    folder; float32 on a CPU whatever dtype they were exported in (CPU kernels for float16 are
-    slow or missing)."""
+def _load_folder(folder: ModelFolder, device: str, lightning: bool = True):
+    """The reader from its transformers folder (a ReaderModule, or with `lightning=False` the
+    MultipleChoiceReader it wraps), the query encoder from its sentence-transformers folder;
+    float32 on a CPU whatever dtype they were exported in (CPU kernels for float16 are slow or
+    missing)."""
     from transformers.utils import logging as hf_logging
 
     from cgr.retrieval.encoders import load_sentence_encoder
-    from cgr.training.module import ReaderModule
 
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:
-        module = ReaderModule(str(folder.reader), folder.config["reader"]["max_length"])
+        args = (str(folder.reader), folder.config["reader"]["max_length"])
+        if lightning:
+            from cgr.training.module import ReaderModule
+
+            module = ReaderModule(*args)
+        else:
+            from cgr.reader.model import MultipleChoiceReader
+
+            module = MultipleChoiceReader(*args)
     finally:
         hf_logging.set_verbosity(level)
     module = module.to(device).eval()

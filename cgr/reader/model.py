@@ -9,6 +9,8 @@ Questions with fewer choices than others in the batch (ARC has 3 to 5) get maske
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from torch import nn
 from transformers import AutoModelForMultipleChoice, AutoTokenizer
@@ -49,6 +51,23 @@ class MultipleChoiceReader(nn.Module):
         inputs = {k: v for k, v in encoded.items() if k not in {"choice_mask", "facts_read"}}
         logits = self.model(**inputs).logits
         return logits.masked_fill(~encoded["choice_mask"], torch.finfo(logits.dtype).min)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    @torch.no_grad()
+    def score(self, batch: list[ReaderExample]) -> list[tuple[ReaderExample, list[float]]]:
+        """(example, scores) per question; the example keeps, per choice, only the facts that
+        fit in max_length: the facts the reader read, which the predictions export. Plain
+        PyTorch, so that scoring needs no Lightning (`cgr explain` does not import it)."""
+        encoded = self.encode(batch, self.device)
+        logits = self(encoded)
+        out = []
+        for ex, row, read in zip(batch, logits, encoded["facts_read"], strict=True):
+            facts = [[pool[i] for i in kept] for pool, kept in zip(ex.facts, read, strict=False)]
+            out.append((replace(ex, facts=facts), row[: len(ex.choices)].float().cpu().tolist()))
+        return out
 
 
 def encode_choices(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytorch_lightning as pl
 import torch
 from torch.nn import functional as F
@@ -98,15 +96,8 @@ class ReaderModule(pl.LightningModule):
                                      if k in ("val/acc", "val/loss")}  # fmt: skip
 
     def predict_step(self, batch, batch_idx):
-        """(example, scores) per question; the example keeps, per choice, only the facts that
-        fit in max_length: the facts the reader read, which the predictions export."""
-        encoded = self.reader.encode(batch, self.device)
-        logits = self.reader(encoded)
-        out = []
-        for ex, row, read in zip(batch, logits, encoded["facts_read"], strict=True):
-            facts = [[pool[i] for i in kept] for pool, kept in zip(ex.facts, read, strict=False)]
-            out.append((replace(ex, facts=facts), row[: len(ex.choices)].float().cpu().tolist()))
-        return out
+        """(example, scores) per question, the facts the reader read kept (reader.score)."""
+        return self.reader.score(batch)
 
     def _fused_optimizer(self) -> bool:
         if self._trainer is None:

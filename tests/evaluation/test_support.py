@@ -19,6 +19,8 @@ from cgr.reader.examples import ReaderExample
 class WordReader(torch.nn.Module):
     """A stand-in reader: a choice scores 4 when a fact it reads names the choice's word."""
 
+    device = "cpu"
+
     def encode(self, batch, device):
         return batch
 

@@ -228,3 +228,20 @@ def test_a_folder_answers_loading_each_model_once(exported, monkeypatch):
     predictor = cgr.Predictor.from_pretrained(exported / "ckpt" / "model")
     predictor.predict("Which is renewable?", ["coal", "a solar panel"])
     assert len(loaded) == len(set(loaded)) and len(loaded) <= 2, loaded
+
+
+def test_explain_scores_a_folder_without_importing_lightning(exported, tmp_path):
+    """A folder's reader scores outside a Trainer: `cgr explain` imports no Lightning (a second
+    and a half of its start; benchmarks/explain_speed.py), and answers as the Python API does."""
+    model = exported / "ckpt" / "model"
+    argv = ["explain", "--model", str(model), "--question", "Which is renewable?",
+            "--choices", "coal", "a solar panel", "--out-dir", str(tmp_path / "explain")]  # fmt: skip
+    code = ("import sys\nfrom cgr.cli import main\n"
+            f"code = main({argv!r})\n"
+            "print('LIGHTNING', 'pytorch_lightning' in sys.modules, 'CODE', code)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=600)  # fmt: skip
+    assert "LIGHTNING False CODE 0" in out.stdout, out.stdout + out.stderr[-2000:]
+    answer = cgr.Predictor.from_pretrained(model).predict("Which is renewable?",
+                                                          ["coal", "a solar panel"])  # fmt: skip
+    assert f"answer: ({answer.answer}) " in out.stdout
