@@ -141,11 +141,11 @@ def calibrate(best, questions) -> float:
 
 
 def evaluate(questions, examples, best, threshold: float) -> dict:
-    right, wrong, answered, gold_first, with_gold = [], [], 0, 0, 0
+    right, wrong, answered, gold_first, with_gold = [], [], [], 0, 0
     for q, ex, row in zip(questions, examples, best, strict=True):
         for c, (s, _) in enumerate(row):
             (right if c == q.answer_index else wrong).append(s)
-        answered += max(range(len(row)), key=lambda c: row[c][0]) == q.answer_index
+        answered.append(int(max(range(len(row)), key=lambda c: row[c][0]) == q.answer_index))
         if gold := gold_texts(q):
             with_gold += 1
             k = row[q.answer_index][1]
@@ -155,7 +155,8 @@ def evaluate(questions, examples, best, threshold: float) -> dict:
         "right_supported": 100 * sum(s >= threshold for s in right) / len(right),
         "wrong_supported": 100 * sum(s >= threshold for s in wrong) / len(wrong),
         "gold_first": 100 * gold_first / with_gold if with_gold else None,
-        "answer_accuracy": 100 * answered / len(questions),
+        "answer_accuracy": 100 * sum(answered) / len(questions),
+        "answered": answered,  # per dev question, in the file's order: for paired intervals
     }  # fmt: skip
 
 
@@ -164,16 +165,35 @@ def measure(checkpoint: Path, train: str, limit: int, candidates: int) -> dict:
     tq, tex, _, tfeats = scored_examples(checkpoint, train, limit, candidates, rng)
     x, y = training_rows(tq, tex, tfeats)
     verifier = fit(x, y)
-    dq, dex, _, dfeats = scored_examples(checkpoint, None, 0, candidates, rng)
-    rows = {}
-    for name, signal in signals(verifier).items():
-        threshold = calibrate(best_scores(tfeats, signal), tq)
-        rows[name] = evaluate(dq, dex, best_scores(dfeats, signal), threshold)
+    thresholds = {name: calibrate(best_scores(tfeats, signal), tq)
+                  for name, signal in signals(verifier).items()}  # fmt: skip
+    out = {"train_questions": len(tq), "positives": sum(y), "negatives": len(y) - sum(y)}
+    return out | measure_dev(checkpoint, train, candidates, verifier, thresholds)
+
+
+def measure_dev(checkpoint: Path, train: str, candidates: int, verifier: dict,
+                thresholds: dict[str, float]) -> dict:  # fmt: skip
+    """Every signal on the checkpoint's dev file, with a fitted verifier and the thresholds the
+    training questions gave (a saved run is measured again on dev alone with them)."""
+    dq, dex, _, dfeats = scored_examples(checkpoint, None, 0, candidates, random.Random(SEED))
+    rows = {name: evaluate(dq, dex, best_scores(dfeats, signal), thresholds[name])
+            for name, signal in signals(verifier).items()}  # fmt: skip
     return {
-        "checkpoint": str(checkpoint), "train": train, "train_questions": len(tq),
-        "positives": sum(y), "negatives": len(y) - sum(y), "candidates": candidates,
+        "checkpoint": str(checkpoint), "train": train, "candidates": candidates,
         "dev_questions": len(dq), "verifier": verifier, "signals": rows, "machine": common.machine(),
     }  # fmt: skip
+
+
+def paired_answer(row: dict) -> str | None:
+    """The verifier against support as the answer, paired over the dev questions."""
+    a, b = (row["signals"][k].get("answered") for k in ("support", "verifier"))
+    if not a or not b:
+        return None
+    a_only = sum(x and not y for x, y in zip(a, b, strict=True))
+    b_only = sum(y and not x for x, y in zip(a, b, strict=True))
+    diff, lo, hi = common.paired_interval(a_only, b_only, len(a))
+    return (f"verifier − support as the answer: {diff:+.1f} [{lo:+.1f}, {hi:+.1f}] points over "
+            f"{len(a)} paired questions, exact McNemar p = {common.mcnemar_p(a_only, b_only):.2f}")  # fmt: skip
 
 
 def table() -> None:
@@ -190,6 +210,9 @@ def table() -> None:
           "chains, on the dev file; thresholds calibrated on the training questions (Youden's J)")  # fmt: skip
     common.print_table(["run", "signal", "train questions", "AUC right vs wrong", "threshold",
                  "supported right / wrong", "gold on first chain", "as the answer", "date"], rows)  # fmt: skip
+    for path in sorted(common.RESULTS.glob("chain_verifier-*.json")):
+        if line := paired_answer(common.load_result(path.stem)):
+            print(f"{path.stem.removeprefix('chain_verifier-')}: {line}")
 
 
 def main() -> None:
@@ -199,14 +222,25 @@ def main() -> None:
     parser.add_argument("--train-questions", type=int, default=400)
     parser.add_argument("--candidates", type=int, default=10)
     parser.add_argument("--name")
+    parser.add_argument("--dev-only", action="store_true",
+                        help="measure a saved run (--name) on dev again, with its verifier and thresholds")  # fmt: skip
     parser.add_argument("--table", action="store_true")
     args = parser.parse_args()
     if not args.table:
         import datetime
 
-        row = measure(args.checkpoint, args.train, args.train_questions, args.candidates)
+        name = f"chain_verifier-{args.name}"
+        if args.dev_only:
+            saved = common.load_result(name)
+            if saved is None:
+                raise SystemExit(f"no saved run {name}")
+            thresholds = {k: v["threshold"] for k, v in saved["signals"].items()}
+            row = saved | measure_dev(Path(saved["checkpoint"]), saved["train"],
+                                      saved["candidates"], saved["verifier"], thresholds)  # fmt: skip
+        else:
+            row = measure(args.checkpoint, args.train, args.train_questions, args.candidates)
         row["date"] = datetime.date.today().isoformat()
-        common.save_result(f"chain_verifier-{args.name}", row)
+        common.save_result(name, row)
     table()
 
 

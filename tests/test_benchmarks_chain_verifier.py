@@ -56,3 +56,13 @@ def test_threshold_and_measures_on_a_hand_made_question():
     flipped = best_scores([[[[0.9], [0.2]], [[0.95]]]], lambda r: r[0])
     measured = evaluate([q], [ex], flipped, 0.5)
     assert measured["answer_accuracy"] == 0.0 and measured["gold_first"] == 0.0
+
+
+def test_the_verifier_against_support_is_paired_per_question():
+    from benchmarks.chain_verifier import paired_answer
+
+    row = {"signals": {"support": {"answered": [1, 1, 0, 0, 1]},
+                       "verifier": {"answered": [1, 0, 1, 1, 1]}}}  # fmt: skip
+    line = paired_answer(row)
+    assert line.startswith("verifier − support as the answer: +20.0 [") and "5 paired" in line
+    assert paired_answer({"signals": {"support": {}, "verifier": {}}}) is None
