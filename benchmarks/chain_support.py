@@ -8,7 +8,9 @@ column), the chains of every choice are scored for support by the reader
   beside "has a chain" (today's signal);
 * the share of right and of wrong choices shown a *supporting* chain (support >= 0.5), and
   the threshold a training file calibrates (`--calibrate FILE`: Youden's J, right vs wrong);
-* the gold fact on the chain shown first, ranked by support and in the search's order;
+* the gold fact on the chain shown first, ranked by support, supporting chains first (each
+  group in the search's order), and in the search's order (`--search-order` re-runs the chain
+  search in another data.chains.chain_order);
 * support as an answer on its own: the choice whose best chain has the highest support;
 * faithfulness (ERASER, DeYoung et al. 2020) of the chain shown first for the predicted answer:
   comprehensiveness (p(answer) drop when its facts are removed from what the answer reads) and
@@ -179,24 +181,44 @@ def role_signals(pipeline, examples, support) -> dict[str, list[list[float]]]:
     return {"role": agreement, "support_role_checked": checked}
 
 
-def measure(checkpoint: Path, data: str, calibrate: str | None = None) -> dict:
-    from cgr.evaluation.support import SUPPORTED, chain_support, rank_by_support
+def shown_first(chains: list, support: list[float], order: str) -> tuple:
+    """The texts of the chain `order` shows first (support: the search's order on ties)."""
+    from cgr.evaluation.support import SUPPORTED
+
+    if not chains:
+        return ()
+    k = 0
+    if order == "support" and support:
+        k = max(range(len(support)), key=lambda i: (support[i], -i))
+    elif order == "supported_first":
+        k = next((i for i, v in enumerate(support) if v >= SUPPORTED), 0)
+    return tuple(chains[k].texts)
+
+
+def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: str = "support",
+            search_order: str | None = None) -> dict:  # fmt: skip
+    """`order`: how the chains shown (faithfulness) are ranked; `search_order`: the chain
+    search's data.chains.chain_order in place of the checkpoint's."""
+    from cgr.evaluation.support import ORDERS, SUPPORTED, chain_support, rank_by_support
 
     rng = random.Random(SEED)
-    module, pipeline, questions, examples = cached_examples(checkpoint, data)
-    search_first = [[list(c[0].texts) if c else [] for c in (ex.chains or [])] for ex in examples]
+    chains = {"chain_order": search_order} if search_order else None
+    module, pipeline, questions, examples = cached_examples(checkpoint, data, chains=chains)
     support = chain_support(module, examples)
+    firsts = {o: [[shown_first(c, sup, o) for c, sup in zip(ex.chains or [], s, strict=False)]
+                  for ex, s in zip(examples, support, strict=True)] for o in ORDERS}  # fmt: skip
     for ex, sup in zip(examples, support, strict=True):
-        sup[:] = rank_by_support(ex, sup)
+        if order != "search":
+            sup[:] = rank_by_support(ex, sup, SUPPORTED if order == "supported_first" else None)
     roles = role_signals(pipeline, examples, support)
     scored = []
     for start in range(0, len(examples), 16):
         scored += module.predict_step(examples[start : start + 16], 0)
     right, wrong, has_right, has_wrong = [], [], [], []
     support_right = support_answer = reader_right = 0
-    gold_support, gold_search, with_gold = 0, 0, 0
-    for q, ex, sup, first, (_, scores) in zip(questions, examples, support, search_first, scored,
-                                              strict=True):  # fmt: skip
+    gold_first, with_gold = dict.fromkeys(ORDERS, 0), 0
+    for i, (q, ex, sup, (_, scores)) in enumerate(zip(questions, examples, support, scored,
+                                                      strict=True)):  # fmt: skip
         best = [max(s, default=0.0) for s in sup]
         for c, value in enumerate(best):
             chained = float(bool(ex.chains and ex.chains[c]))
@@ -208,9 +230,8 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None) -> dict:
         gold = gold_texts(q)
         if gold:
             with_gold += 1
-            shown = ex.chains[q.answer_index][0].texts if ex.chains[q.answer_index] else ()
-            gold_support += on_gold(shown, gold)
-            gold_search += on_gold(first[q.answer_index], gold)
+            for o in ORDERS:
+                gold_first[o] += bool(ex.chains) and on_gold(firsts[o][i][q.answer_index], gold)
     n = len(questions)
     result = {
         "checkpoint": str(checkpoint), "data": data, "machine": machine(), "questions": n,
@@ -218,8 +239,9 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None) -> dict:
         "right_supported": 100 * sum(v >= SUPPORTED for v in right) / len(right),
         "wrong_supported": 100 * sum(v >= SUPPORTED for v in wrong) / len(wrong),
         "right_chained": 100 * statistics.mean(has_right), "wrong_chained": 100 * statistics.mean(has_wrong),
-        "gold_first_support": 100 * gold_support / with_gold if with_gold else None,
-        "gold_first_search": 100 * gold_search / with_gold if with_gold else None,
+        "order": order, "search_order": search_order or pipeline.chains.chain_order,
+        **{f"gold_first_{o}": 100 * v / with_gold if with_gold else None
+           for o, v in gold_first.items()},
         "support_only_accuracy": 100 * support_answer / n, "reader_accuracy": 100 * reader_right / n,
         "faithfulness": faithfulness(module, scored, rng), "threshold": SUPPORTED,
     }  # fmt: skip
@@ -267,8 +289,14 @@ def table() -> None:
             mean, low, high = f.get(key, [float("nan")] * 3)
             return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
 
-        gold = "–" if r["gold_first_support"] is None else (
-            f"{r['gold_first_support']:.1f} / {r['gold_first_search']:.1f}")  # fmt: skip
+        gold = (
+            "–"
+            if r["gold_first_support"] is None
+            else " / ".join(
+                f"{r[k]:.1f}" if k in r else "–"
+                for k in ("gold_first_support", "gold_first_supported_first", "gold_first_search")
+            )
+        )
         rows.append([path.stem.removeprefix("chain_support-"), r["questions"],
                      f"{r['support_auc']:.2f} / {r['has_chain_auc']:.2f}",
                      " / ".join(f"{r[k]:.2f}" if k in r else "–" for k in ("role_auc", "support_role_checked_auc")),
@@ -281,7 +309,8 @@ def table() -> None:
           "AUC; AUC of the best chain's AMR role agreement (the hypothesis' predicate-role-argument "
           "triples a chain states, minus those it fills with another argument) / of support "
           "counting only chains with no conflicting role; choices shown a supporting chain (support >= 0.5), right / wrong %; gold fact on "
-          "the chain shown first, ranked by support / search order %; accuracy answering by "
+          "the chain shown first, ranked by support / supporting chains first / the search's order "
+          "(its chain_order in the run's name where not the checkpoint's) %; accuracy answering by "
           "support alone / the reader's; faithfulness of the predicted answer's first chain "
           "(p(answer) drop, bootstrap 95 %): comprehensiveness and sufficiency against as many "
           "random facts read / as many of the most similar facts read; answer flips when the "
@@ -299,6 +328,17 @@ def main() -> None:
     parser.add_argument("--data", help="a question file with answer keys (default: the dev file)")
     parser.add_argument("--name", help="names the saved result (default: the checkpoint folder)")
     parser.add_argument("--calibrate", help="a training file to calibrate the threshold on")
+    parser.add_argument(
+        "--order",
+        choices=("support", "supported_first", "search"),
+        default="support",
+        help="how the chains shown are ranked (faithfulness)",
+    )
+    parser.add_argument(
+        "--search-order",
+        choices=("length", "relevance", "open_book"),
+        help="the chain search's data.chains.chain_order (default: the checkpoint's)",
+    )
     parser.add_argument("--table", action="store_true")
     args = parser.parse_args()
     if args.checkpoint and not args.table:
@@ -307,7 +347,8 @@ def main() -> None:
 
         data = args.data or data_settings(read_checkpoint(args.checkpoint))["dev_file"]
         name = args.name or args.checkpoint.parent.name
-        save_result(f"chain_support-{name}", measure(args.checkpoint, data, args.calibrate))
+        result = measure(args.checkpoint, data, args.calibrate, args.order, args.search_order)
+        save_result(f"chain_support-{name}", result)
     table()
 
 

@@ -11,7 +11,9 @@ chain"); benchmarks/chain_support.py measures this signal against that one.
 
 A chain is shown as supporting when its support reaches SUPPORTED; below it, as "links words,
 does not support". Chains are ranked by support, the search's order breaking ties
-(`order="support"`); `order="search"` keeps the chain search's order (data.chains.chain_order).
+(`order="support"`); `order="supported_first"` shows the supporting chains first, in the
+search's order (data.chains.chain_order), then the rest in it; `order="search"` keeps the
+search's order and only reports the support.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from cgr.retrieval.base import RetrievedFact
 # train questions with a one-epoch checkpoint, benchmarks/chain_verifier.py; ARC not measured)
 SUPPORTED = 0.5
 CANDIDATES = 10  # chains per choice scored (the search's best): the ranking reorders these
-ORDERS = ("support", "search")
+ORDERS = ("support", "supported_first", "search")
 
 
 def chain_support(
@@ -58,13 +60,19 @@ def chain_support(
     return out
 
 
-def rank_by_support(example: ReaderExample, support: list[list[float]]) -> list[list[float]]:
+def rank_by_support(
+    example: ReaderExample, support: list[list[float]], threshold: float | None = None
+) -> list[list[float]]:
     """In place: each choice's scored chains ordered by support (the search's order on ties),
-    the unscored ones after them; the supports in the chains' new order."""
+    the unscored ones after them; the supports in the chains' new order. With `threshold`, only
+    two ranks: the chains that reach it first, each group in the search's order."""
     ranked = []
     for c, scores in enumerate(support):
         chains = example.chains[c]
-        order = sorted(range(len(scores)), key=lambda k: -scores[k])
+        if threshold is None:
+            order = sorted(range(len(scores)), key=lambda k: -scores[k])
+        else:
+            order = sorted(range(len(scores)), key=lambda k: scores[k] < threshold)
         example.chains[c] = [chains[k] for k in order] + chains[len(scores) :]
         ranked.append([scores[k] for k in order])
     return ranked
@@ -114,8 +122,8 @@ def contrast(
 def predictions(reader, scored: list[tuple[ReaderExample, list[float]]], order: str = "support",
                 candidates: int = CANDIDATES) -> list:  # fmt: skip
     """Prediction records' objects for (example, scores) pairs as predict_step returns them:
-    every choice's first `candidates` chains scored for support and, with order "support",
-    ranked by it. The one place training's eval, `cgr eval`, the API, explain and serve meet."""
+    every choice's first `candidates` chains scored for support and, with order "support" or
+    "supported_first", ranked by it. The one place training's eval, `cgr eval`, the API, explain and serve meet."""
     from cgr.evaluation.prediction import Prediction
 
     if order not in ORDERS:
@@ -125,7 +133,7 @@ def predictions(reader, scored: list[tuple[ReaderExample, list[float]]], order: 
                if candidates and any(ex.chains for ex in examples) else [None] * len(examples))  # fmt: skip
     out = []
     for (example, scores), sup in zip(scored, support, strict=True):
-        if sup is not None and order == "support":
-            sup = rank_by_support(example, sup)
+        if sup is not None and order != "search":
+            sup = rank_by_support(example, sup, SUPPORTED if order == "supported_first" else None)
         out.append(Prediction.from_example(example, scores, sup))
     return out
