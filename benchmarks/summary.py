@@ -51,11 +51,14 @@ def cell(accuracy: list[float], short: bool = False) -> str:
 
 
 def difference(of: argparse.Namespace, a: str, b: str) -> str:
-    """b − a in points over the seeds both rows have."""
+    """b − a in points over the seeds both rows have (these rows predate saved answers, so
+    per seed, without a paired interval)."""
     pairs = [(x, y) for s in (1, 2, 3) if (x := accuracies(of, a, (s,))) and (y := accuracies(of, b, (s,)))]  # fmt: skip
     if not pairs:
         return "not run"
-    return f"{100 * statistics.mean(y[0] - x[0] for x, y in pairs):+.1f} ({len(pairs)} seeds)"
+    per_seed = ", ".join(f"{100 * (y[0] - x[0]):+.1f}" for x, y in pairs)
+    mean = 100 * statistics.mean(y[0] - x[0] for x, y in pairs)
+    return f"{mean:+.1f} ({len(pairs)} seeds: {per_seed}; answers not saved, no paired interval)"
 
 
 def chain_row() -> str:
