@@ -38,6 +38,7 @@ from benchmarks.common import (  # noqa: E402
     cached_examples,
     load_result,
     machine,
+    paired_interval,
     print_table,
     save_result,
 )
@@ -195,10 +196,28 @@ def shown_first(chains: list, support: list[float], order: str) -> tuple:
     return tuple(chains[k].texts)
 
 
+def paired_orders(first: dict[str, list[bool]]) -> dict[str, list[float]]:
+    """Gold fact on the first chain, order b − order a, paired over questions: the difference
+    and its 95 % interval in points, per pair of orders."""
+    out = {}
+    for a, b in (
+        ("support", "supported_first"),
+        ("supported_first", "search"),
+        ("support", "search"),
+    ):
+        x, y = first[a], first[b]
+        if x:
+            a_only = sum(u and not v for u, v in zip(x, y, strict=True))
+            b_only = sum(v and not u for u, v in zip(x, y, strict=True))
+            out[f"{b} - {a}"] = list(paired_interval(a_only, b_only, len(x)))
+    return out
+
+
 def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: str = "support",
-            search_order: str | None = None) -> dict:  # fmt: skip
+            search_order: str | None = None, orders_only: bool = False) -> dict:  # fmt: skip
     """`order`: how the chains shown (faithfulness) are ranked; `search_order`: the chain
-    search's data.chains.chain_order in place of the checkpoint's."""
+    search's data.chains.chain_order in place of the checkpoint's; `orders_only`: without
+    faithfulness and the AMR role signal (the chain orders' comparison alone)."""
     from cgr.evaluation.support import ORDERS, SUPPORTED, chain_support, rank_by_support
 
     rng = random.Random(SEED)
@@ -210,13 +229,13 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
     for ex, sup in zip(examples, support, strict=True):
         if order != "search":
             sup[:] = rank_by_support(ex, sup, SUPPORTED if order == "supported_first" else None)
-    roles = role_signals(pipeline, examples, support)
+    roles = {} if orders_only else role_signals(pipeline, examples, support)
     scored = []
     for start in range(0, len(examples), 16):
         scored += module.predict_step(examples[start : start + 16], 0)
     right, wrong, has_right, has_wrong = [], [], [], []
     support_right = support_answer = reader_right = 0
-    gold_first, with_gold = dict.fromkeys(ORDERS, 0), 0
+    gold_first: dict[str, list[bool]] = {o: [] for o in ORDERS}
     for i, (q, ex, sup, (_, scores)) in enumerate(zip(questions, examples, support, scored,
                                                       strict=True)):  # fmt: skip
         best = [max(s, default=0.0) for s in sup]
@@ -229,9 +248,10 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
         support_right += best[q.answer_index] >= SUPPORTED
         gold = gold_texts(q)
         if gold:
-            with_gold += 1
             for o in ORDERS:
-                gold_first[o] += bool(ex.chains) and on_gold(firsts[o][i][q.answer_index], gold)
+                gold_first[o].append(
+                    bool(ex.chains) and on_gold(firsts[o][i][q.answer_index], gold)
+                )
     n = len(questions)
     result = {
         "checkpoint": str(checkpoint), "data": data, "machine": machine(), "questions": n,
@@ -240,10 +260,12 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
         "wrong_supported": 100 * sum(v >= SUPPORTED for v in wrong) / len(wrong),
         "right_chained": 100 * statistics.mean(has_right), "wrong_chained": 100 * statistics.mean(has_wrong),
         "order": order, "search_order": search_order or pipeline.chains.chain_order,
-        **{f"gold_first_{o}": 100 * v / with_gold if with_gold else None
+        **{f"gold_first_{o}": 100 * statistics.mean(v) if v else None
            for o, v in gold_first.items()},
+        "gold_first_paired": paired_orders(gold_first),
         "support_only_accuracy": 100 * support_answer / n, "reader_accuracy": 100 * reader_right / n,
-        "faithfulness": faithfulness(module, scored, rng), "threshold": SUPPORTED,
+        "faithfulness": {} if orders_only else faithfulness(module, scored, rng),
+        "threshold": SUPPORTED,
     }  # fmt: skip
     for key, values in roles.items():  # the AMR role signal, alone and as a check on support
         pairs = [(v, c == q.answer_index) for q, row in zip(questions, values, strict=True)
@@ -320,6 +342,12 @@ def table() -> None:
                  "random / similar", "sufficiency drop", "random / similar", "flips"], rows)  # fmt: skip
     if not rows:
         print("(no run measured yet)")
+    for path in runs:  # the chain orders against each other, paired over the same questions
+        pairs = load_result(path.stem).get("gold_first_paired") or {}
+        if pairs:
+            print(f"{path.stem.removeprefix('chain_support-')}: gold fact on the first chain, "
+                  + "; ".join(f"{k} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]" for k, (d, lo, hi) in pairs.items())
+                  + " points (paired, 95 %)")  # fmt: skip
 
 
 def main() -> None:
@@ -339,6 +367,11 @@ def main() -> None:
         choices=("length", "relevance", "open_book"),
         help="the chain search's data.chains.chain_order (default: the checkpoint's)",
     )
+    parser.add_argument(
+        "--orders-only",
+        action="store_true",
+        help="only the chain orders' comparison (no faithfulness, no AMR roles)",
+    )
     parser.add_argument("--table", action="store_true")
     args = parser.parse_args()
     if args.checkpoint and not args.table:
@@ -347,7 +380,9 @@ def main() -> None:
 
         data = args.data or data_settings(read_checkpoint(args.checkpoint))["dev_file"]
         name = args.name or args.checkpoint.parent.name
-        result = measure(args.checkpoint, data, args.calibrate, args.order, args.search_order)
+        result = measure(
+            args.checkpoint, data, args.calibrate, args.order, args.search_order, args.orders_only
+        )
         save_result(f"chain_support-{name}", result)
     table()
 
