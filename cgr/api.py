@@ -39,16 +39,17 @@ class Predictor:
     """A trained reader (ReaderModule or CGRModule; a model folder's MultipleChoiceReader) with
     the evidence pipeline it was trained with: retrieval, chains and evidence selection exactly
     as `cgr eval` runs them.
-    `chain_order`: "support" ranks each choice's chains by the reader's support (the first
-    `support_candidates` of the search's order are scored; cgr.evaluation.support), "search"
-    keeps the chain search's order and only reports the support."""
+    `chain_order`: "support" (default) ranks each choice's chains by the reader's support (the
+    first `support_candidates` of the search's order are scored; cgr.evaluation.support),
+    "supported_first" shows the supporting ones first in the search's order, "search" keeps
+    the chain search's order and only reports the support."""
 
     def __init__(self, module, pipeline: EvidencePipeline, batch_size: int = 16):
-        from cgr.evaluation.support import CANDIDATES
+        from cgr.evaluation.support import CANDIDATES, DEFAULT_ORDER
 
         self.module, self.pipeline, self.batch_size = module.eval(), pipeline, batch_size
         self.reader = getattr(module, "reader", module)  # scores outside a Trainer
-        self.chain_order, self.support_candidates = "support", CANDIDATES
+        self.chain_order, self.support_candidates = DEFAULT_ORDER, CANDIDATES
 
     @property
     def batch_size(self) -> int:

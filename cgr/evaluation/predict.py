@@ -102,10 +102,11 @@ class OutputError(ConfigError):
 
 
 def prediction_records(module, outputs: list) -> list[dict]:
-    """predict_step's (example, scores) pairs as records, chains scored and ranked by support."""
-    from cgr.evaluation.support import predictions
+    """predict_step's (example, scores) pairs as records, chains scored for support and ranked
+    (cgr.evaluation.support.DEFAULT_ORDER)."""
+    from cgr.evaluation.support import DEFAULT_ORDER, predictions
 
-    return [p.to_dict() for p in predictions(module, outputs, "support", SUPPORT_CANDIDATES)]
+    return [p.to_dict() for p in predictions(module, outputs, DEFAULT_ORDER, SUPPORT_CANDIDATES)]
 
 
 @dataclass
