@@ -183,17 +183,12 @@ def role_signals(pipeline, examples, support) -> dict[str, list[list[float]]]:
 
 
 def shown_first(chains: list, support: list[float], order: str) -> tuple:
-    """The texts of the chain `order` shows first (support: the search's order on ties)."""
-    from cgr.evaluation.support import SUPPORTED
+    """The texts of the chain `order` shows first."""
+    from cgr.evaluation.support import ranking
 
     if not chains:
         return ()
-    k = 0
-    if order == "support" and support:
-        k = max(range(len(support)), key=lambda i: (support[i], -i))
-    elif order == "supported_first":
-        k = next((i for i, v in enumerate(support) if v >= SUPPORTED), 0)
-    return tuple(chains[k].texts)
+    return tuple(chains[ranking(support, order)[0] if support else 0].texts)
 
 
 def paired_orders(first: dict[str, list[bool]]) -> dict[str, list[float]]:
@@ -228,7 +223,7 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
                   for ex, s in zip(examples, support, strict=True)] for o in ORDERS}  # fmt: skip
     for ex, sup in zip(examples, support, strict=True):
         if order != "search":
-            sup[:] = rank_by_support(ex, sup, SUPPORTED if order == "supported_first" else None)
+            sup[:] = rank_by_support(ex, sup, order)
     roles = {} if orders_only else role_signals(pipeline, examples, support)
     scored = []
     for start in range(0, len(examples), 16):

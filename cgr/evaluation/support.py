@@ -65,21 +65,28 @@ def chain_support(
     return out
 
 
+def ranking(scores: list[float], order: str = "support") -> list[int]:
+    """The indices of a choice's scored chains in the order shown (ORDERS; sorts are stable,
+    so the search's order breaks ties)."""
+    if order == "supported_first":
+        return sorted(range(len(scores)), key=lambda k: scores[k] < SUPPORTED)
+    if order == "support":
+        return sorted(range(len(scores)), key=lambda k: -scores[k])
+    return list(range(len(scores)))
+
+
 def rank_by_support(
-    example: ReaderExample, support: list[list[float]], threshold: float | None = None
+    example: ReaderExample, support: list[list[float]], order: str = "support"
 ) -> list[list[float]]:
-    """In place: each choice's scored chains ordered by support (the search's order on ties),
-    the unscored ones after them; the supports in the chains' new order. With `threshold`, only
-    two ranks: the chains that reach it first, each group in the search's order."""
+    """In place: each choice's scored chains in `order`'s ranking (support: by support; with
+    "supported_first", the ones reaching SUPPORTED first, each group in the search's order),
+    the unscored ones after them; the supports in the chains' new order."""
     ranked = []
     for c, scores in enumerate(support):
         chains = example.chains[c]
-        if threshold is None:
-            order = sorted(range(len(scores)), key=lambda k: -scores[k])
-        else:
-            order = sorted(range(len(scores)), key=lambda k: scores[k] < threshold)
-        example.chains[c] = [chains[k] for k in order] + chains[len(scores) :]
-        ranked.append([scores[k] for k in order])
+        order_ = ranking(scores, order)
+        example.chains[c] = [chains[k] for k in order_] + chains[len(scores) :]
+        ranked.append([scores[k] for k in order_])
     return ranked
 
 
@@ -139,6 +146,6 @@ def predictions(reader, scored: list[tuple[ReaderExample, list[float]]], order: 
     out = []
     for (example, scores), sup in zip(scored, support, strict=True):
         if sup is not None and order != "search":
-            sup = rank_by_support(example, sup, SUPPORTED if order == "supported_first" else None)
+            sup = rank_by_support(example, sup, order)
         out.append(Prediction.from_example(example, scores, sup))
     return out

@@ -102,9 +102,9 @@ def test_explain_and_the_page_say_which_chains_do_not_support():
 
 def test_supported_first_keeps_the_search_order_within_each_group():
     ex = thermometer()
-    ranked = rank_by_support(ex, [[0.9], [0.2, 0.6], [0.7]], threshold=SUPPORTED)
+    ranked = rank_by_support(ex, [[0.9], [0.2, 0.6], [0.7]], order="supported_first")
     assert [c.facts for c in ex.chains[1]] == [("f1",), ("f2",)] and ranked[1] == [0.6, 0.2]
     ex = thermometer()
-    ranked = rank_by_support(ex, [[0.9], [0.7, 0.9], [0.7]], threshold=SUPPORTED)
+    ranked = rank_by_support(ex, [[0.9], [0.7, 0.9], [0.7]], order="supported_first")
     # both support (B): the search's first stays first although the second scores higher
     assert [c.facts for c in ex.chains[1]] == [("f2",), ("f1",)] and ranked[1] == [0.7, 0.9]
