@@ -127,6 +127,8 @@ def row_config(base: dict, row: str, seed: int, budget: argparse.Namespace) -> d
     data["retrieval"]["method"] = method
     data["chains"]["enabled"] = chains
     data["chains"]["chain_order"] = CHAIN_ORDER
+    if order := getattr(budget, "evidence_order", None):  # budgets saved before: the config's
+        data.setdefault("evidence", {})["order"] = order
     return config
 
 
@@ -149,7 +151,10 @@ def tag(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> str:
     )  # MiniLM rows keep their names
     dropout_seed = getattr(budget, "dropout_seed", None)  # budgets written before repeats: none
     repeat = "" if dropout_seed is None else f"-d{dropout_seed}"
-    return f"cgr_ablations-{dataset}-{row}-q{budget.train_questions}-e{budget.epochs}-l{budget.max_length}{lr}{clip}{reader}-s{seed}{repeat}"
+    # rows reading the config's order (question_choice) keep their names
+    order = getattr(budget, "evidence_order", None)
+    evidence = f"-{order}" if order else ""
+    return f"cgr_ablations-{dataset}-{row}-q{budget.train_questions}-e{budget.epochs}-l{budget.max_length}{lr}{clip}{reader}{evidence}-s{seed}{repeat}"
 
 
 def learning_rate(text: str) -> str:
@@ -218,6 +223,10 @@ def main() -> None:
                         help="the reader (retriever and CGR's query encoder stay MiniLM)")  # fmt: skip
     parser.add_argument("--dropout-seed", type=int, default=None,
                         help="repeat the rows on the same seeds with other dropout draws")  # fmt: skip
+    parser.add_argument("--evidence-order", default=None,
+                        choices=("retrieval", "hypothesis", "question_choice", "retriever"),
+                        help="data.evidence.order (default: the config's, question_choice); "
+                             "retriever: the authors' pathway")  # fmt: skip
     parser.add_argument("--force", action="store_true", help="re-run rows that have a result")
     parser.add_argument("--table", action="store_true", help="only print the table")
     parser.add_argument("--brief", action="store_true",
@@ -232,6 +241,7 @@ def main() -> None:
         settings=args.settings,
         reader=args.reader,
         dropout_seed=args.dropout_seed,
+        evidence_order=args.evidence_order,
     )
     base = train_config(CONFIGS[args.dataset])
     if budget.lr is None:  # the config's (or the reader's) rate names the results as --lr would

@@ -209,15 +209,21 @@ def paired_orders(first: dict[str, list[bool]]) -> dict[str, list[float]]:
 
 
 def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: str = "support",
-            search_order: str | None = None, orders_only: bool = False) -> dict:  # fmt: skip
+            search_order: str | None = None, orders_only: bool = False,
+            evidence_order: str | None = None) -> dict:  # fmt: skip
     """`order`: how the chains shown (faithfulness) are ranked; `search_order`: the chain
-    search's data.chains.chain_order in place of the checkpoint's; `orders_only`: without
-    faithfulness and the AMR role signal (the chain orders' comparison alone)."""
+    search's data.chains.chain_order in place of the checkpoint's; `evidence_order`:
+    data.evidence.order in place of the checkpoint's (it also ranks the facts the chain search
+    orders by relevance: `retriever` is the authors' pathway, the checkpoint's query encoder);
+    `orders_only`: without faithfulness and the AMR role signal (the chain orders' comparison
+    alone)."""
     from cgr.evaluation.support import ORDERS, SUPPORTED, chain_support, rank_by_support
 
     rng = random.Random(SEED)
     chains = {"chain_order": search_order} if search_order else None
-    module, pipeline, questions, examples = cached_examples(checkpoint, data, chains=chains)
+    evidence = {"order": evidence_order} if evidence_order else None
+    module, pipeline, questions, examples = cached_examples(checkpoint, data, chains=chains,
+                                                            evidence=evidence)  # fmt: skip
     support = chain_support(module, examples)
     firsts = {o: [[shown_first(c, sup, o) for c, sup in zip(ex.chains or [], s, strict=False)]
                   for ex, s in zip(examples, support, strict=True)] for o in ORDERS}  # fmt: skip
@@ -255,6 +261,7 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
         "wrong_supported": 100 * sum(v >= SUPPORTED for v in wrong) / len(wrong),
         "right_chained": 100 * statistics.mean(has_right), "wrong_chained": 100 * statistics.mean(has_wrong),
         "order": order, "search_order": search_order or pipeline.chains.chain_order,
+        "evidence_order": pipeline.evidence.order,
         **{f"gold_first_{o}": 100 * statistics.mean(v) if v else None
            for o, v in gold_first.items()},
         "gold_first_paired": paired_orders(gold_first),
@@ -327,7 +334,7 @@ def table() -> None:
           "triples a chain states, minus those it fills with another argument) / of support "
           "counting only chains with no conflicting role; choices shown a supporting chain (support >= 0.5), right / wrong %; gold fact on "
           "the chain shown first, ranked by support / supporting chains first / the search's order "
-          "(its chain_order in the run's name where not the checkpoint's) %; accuracy answering by "
+          "(its chain_order, and data.evidence.order, in the run's name where not the checkpoint's) %; accuracy answering by "
           "support alone / the reader's; faithfulness of the predicted answer's first chain "
           "(p(answer) drop, bootstrap 95 %): comprehensiveness and sufficiency against as many "
           "random facts read / as many of the most similar facts read; answer flips when the "
@@ -363,6 +370,12 @@ def main() -> None:
         help="the chain search's data.chains.chain_order (default: the checkpoint's)",
     )
     parser.add_argument(
+        "--evidence-order",
+        choices=("retrieval", "hypothesis", "question_choice", "retriever"),
+        help="data.evidence.order: what the choices read and what ranks the chains' facts "
+        "(default: the checkpoint's; retriever: the authors' pathway)",
+    )
+    parser.add_argument(
         "--orders-only",
         action="store_true",
         help="only the chain orders' comparison (no faithfulness, no AMR roles)",
@@ -376,8 +389,9 @@ def main() -> None:
         data = args.data or data_settings(read_checkpoint(args.checkpoint))["dev_file"]
         name = args.name or args.checkpoint.parent.name
         result = measure(
-            args.checkpoint, data, args.calibrate, args.order, args.search_order, args.orders_only
-        )
+            args.checkpoint, data, args.calibrate, args.order, args.search_order,
+            args.orders_only, args.evidence_order,
+        )  # fmt: skip
         save_result(f"chain_support-{name}", result)
     table()
 

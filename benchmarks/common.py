@@ -99,19 +99,21 @@ def dev_questions(data: dict) -> list:
 
 
 def cached_examples(checkpoint: Path, data: str | None = None, query_encoder: str = "auto",
-                    chains: dict | None = None):  # fmt: skip
+                    chains: dict | None = None, evidence: dict | None = None):  # fmt: skip
     """The checkpoint's module and evidence pipeline, the questions of `data` (default: its dev
     file, gold facts attached) and their examples as `cgr eval` builds them: pools and chains
     read from the disk caches training and eval write (a dev file's OBQA pools take 10
-    minutes on 2 cores to retrieve). The model loads once. `chains`: data.chains settings in
-    place of the checkpoint's (the chain search is re-run; the pools are not)."""
+    minutes on 2 cores to retrieve). The model loads once. `chains` / `evidence`: data.chains /
+    data.evidence settings in place of the checkpoint's (the chain search and the reading order
+    are re-run; the pools are not)."""
     from cgr.evaluation.predict import _datamodule_for
     from cgr.pretrained.source import open_model
 
     opened = open_model(checkpoint, query_encoder, dev_file=data is None)
     settings = opened.data
-    if chains:
-        settings = {**settings, "chains": {**(settings.get("chains") or {}), **chains}}
+    for section, values in (("chains", chains), ("evidence", evidence)):
+        if values:
+            settings = {**settings, section: {**(settings.get(section) or {}), **values}}
     datamodule = _datamodule_for(settings, data)
     module, encoder = opened.load("cpu")
     module.eval()  # scored outside a Trainer: dropout off, as in `cgr eval` and the API

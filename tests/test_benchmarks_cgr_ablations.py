@@ -97,3 +97,15 @@ def test_seeds_needed_follows_mcnemars_normal_approximation():
     assert ablations.seeds_needed(98, 3.0, 500) == 4  # twice the gap: a quarter of the seeds
     assert ablations.seeds_needed(196, 1.5, 500) == 28  # twice the disagreement: twice the seeds
     assert ablations.seeds_needed(98, 1.5, 500, power=0.5) == 7  # z = 1.960 alone
+
+
+def test_an_evidence_order_reaches_the_row_config_and_names_the_row_apart():
+    base = {"seed_everything": 33, "trainer": {"callbacks": []}, "model": {"init_args": {}},
+            "data": {"retrieval": {}, "chains": {}, "evidence": {"order": "question_choice"}}}  # fmt: skip
+    authors = argparse.Namespace(**{**vars(BUDGET), "evidence_order": "retriever"})
+    plain, other = (ablations.row_config(base, "no_chain_losses", 1, b) for b in (BUDGET, authors))
+    assert plain["data"]["evidence"]["order"] == "question_choice"
+    assert other["data"]["evidence"]["order"] == "retriever"
+    first, second = (ablations.tag("obqa", "no_chain_losses", 1, b) for b in (BUDGET, authors))
+    assert first.endswith("-clipeach-s1")  # rows reading the config's order keep their names
+    assert second == first.replace("-s1", "-retriever-s1")
