@@ -308,6 +308,8 @@ def table() -> None:
     for path in runs:
         r = load_result(path.stem)
         f = r["faithfulness"]
+        if not f:  # an --orders-only run: its line under the table
+            continue
 
         def cell(key: str, f: dict = f) -> str:
             mean, low, high = f.get(key, [float("nan")] * 3)
@@ -345,9 +347,14 @@ def table() -> None:
     if not rows:
         print("(no run measured yet)")
     for path in runs:  # the chain orders against each other, paired over the same questions
-        pairs = load_result(path.stem).get("gold_first_paired") or {}
+        r = load_result(path.stem)
+        pairs = r.get("gold_first_paired") or {}
         if pairs:
-            print(f"{path.stem.removeprefix('chain_support-')}: gold fact on the first chain, "
+            shares = " / ".join(
+                f"{r[f'gold_first_{o}']:.1f}" for o in ("support", "supported_first", "search")
+            )
+            print(f"{path.stem.removeprefix('chain_support-')}: gold fact on the first chain "
+                  f"(support / supported_first / search) {shares} %, "
                   + "; ".join(f"{k} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]" for k, (d, lo, hi) in pairs.items())
                   + " points (paired, 95 %)")  # fmt: skip
 

@@ -39,10 +39,10 @@ class Predictor:
     """A trained reader (ReaderModule or CGRModule; a model folder's MultipleChoiceReader) with
     the evidence pipeline it was trained with: retrieval, chains and evidence selection exactly
     as `cgr eval` runs them.
-    `chain_order`: "support" (default) ranks each choice's chains by the reader's support (the
-    first `support_candidates` of the search's order are scored; cgr.evaluation.support),
-    "supported_first" shows the supporting ones first in the search's order, "search" keeps
-    the chain search's order and only reports the support."""
+    `chain_order`: "supported_first" (default) shows each choice's chains that the reader
+    supports first, each group in the search's order (the first `support_candidates` of the
+    search's order are scored; cgr.evaluation.support), "support" ranks them by the support
+    value, "search" keeps the chain search's order and only reports the support."""
 
     def __init__(self, module, pipeline: EvidencePipeline, batch_size: int = 16):
         from cgr.evaluation.support import CANDIDATES, DEFAULT_ORDER

@@ -108,3 +108,19 @@ def test_supported_first_keeps_the_search_order_within_each_group():
     ranked = rank_by_support(ex, [[0.9], [0.7, 0.9], [0.7]], order="supported_first")
     # both support (B): the search's first stays first although the second scores higher
     assert [c.facts for c in ex.chains[1]] == [("f2",), ("f1",)] and ranked[1] == [0.7, 0.9]
+
+
+def test_by_default_supporting_chains_come_first_in_the_search_order():
+    both = Chain(("f1",), ("measure",), ("rain and wind are measured",))  # 0.5: supports (A)
+    wind = Chain(("f2",), ("wind",), ("wind is moving air",))  # 0.98: supports (A) more
+    rain = Chain(("f3",), ("rain",), ("rain is water",))  # supports (B), not (A)
+
+    def example():
+        return ReaderExample("q", "What does an anemometer measure?", ["A", "B"],
+                             ["wind", "rain"], ["h1", "h2"], facts=[[], []], answer_index=0,
+                             chains=[[rain, both, wind], []])  # fmt: skip
+
+    shown = predictions(Module(), [(example(), [2.0, 1.0])])[0].choices[0].chains
+    assert [c.facts for c in shown] == [("f1",), ("f2",), ("f3",)]
+    by_value = predictions(Module(), [(example(), [2.0, 1.0])], order="support")[0]
+    assert [c.facts for c in by_value.choices[0].chains] == [("f2",), ("f1",), ("f3",)]
