@@ -109,3 +109,24 @@ def test_an_evidence_order_reaches_the_row_config_and_names_the_row_apart():
     first, second = (ablations.tag("obqa", "no_chain_losses", 1, b) for b in (BUDGET, authors))
     assert first.endswith("-clipeach-s1")  # rows reading the config's order keep their names
     assert second == first.replace("-s1", "-retriever-s1")
+
+
+def test_the_order_table_pairs_each_row_with_itself_reading_the_retriever_order(
+    monkeypatch, capsys
+):
+    authors = argparse.Namespace(**{**vars(BUDGET), "settings": "authors", "evidence_order": None})
+    first = ablations.tag("obqa", "no_chain_losses", 1, authors)
+    second = first.replace("-s1", "-retriever-s1")
+    saved = {first: {"accuracy": 0.574, "n_gold_read": 300, "n_gold_not_read": 200},
+             second: {"accuracy": 0.590}}  # fmt: skip
+    monkeypatch.setattr(ablations, "load_result", saved.get)
+    monkeypatch.setattr(ablations, "save_result", saved.__setitem__)
+    monkeypatch.setattr(ablations, "paired_counts", lambda base, a, b: {
+        "a_only": 40, "b_only": 48, "p": 0.46,
+        "by_gold": {(True, True): [250, 200, 205], (False, True): [150, 60, 80],
+                    (False, False): [100, 27, 10]}})  # fmt: skip
+    ablations.print_order_table({}, "obqa", ["no_chain_losses"], [1], authors)
+    out = capsys.readouterr().out
+    assert "57.4 → 59.0" in out and "+1.6 [" in out and "| 0.46 |" in out
+    assert "50.0 → 80.0" in out  # the answer choice read a gold fact: 250 → 400 of 500
+    assert saved[f"cgr_ablations_paired-{second}"]["a"] == first
