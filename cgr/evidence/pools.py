@@ -128,11 +128,19 @@ def save_examples(path: Path, examples: list[ReaderExample]) -> None:
 CHAIN_SEARCH_VERSION = 3
 
 
-def chain_cache_path(pool_cache: Path, chains: ChainConfig) -> Path:
+def chain_cache_path(
+    pool_cache: Path, chains: ChainConfig, evidence_order: str = "question_choice"
+) -> Path:
     """Where the chains searched over a cached pool are kept: next to it, keyed by every chain
     setting that changes them (not where the AMR cache lives, the parse batch size or the
-    number of worker processes)."""
+    number of worker processes), and by `data.evidence.order` where it ranks the facts the
+    search prefers (chain_order relevance | open_book, explain_top_facts): `retriever` ranks
+    them by the query encoder and the hypothesis, `question_choice` by the base encoder and
+    "question choice", so one pool gives two chain rankings."""
     settings = asdict(chains)
+    ranked = chains.chain_order != "length" or chains.explain_top_facts
+    if ranked and evidence_order != "question_choice":  # the default keeps its earlier keys
+        settings["evidence_order"] = evidence_order
     settings["amr"] = {k: v for k, v in settings["amr"].items() if k not in {"cache", "batch_size"}}
     if not settings["explain_top_facts"]:  # added later: off keeps the keys of caches before it
         del settings["explain_top_facts"]

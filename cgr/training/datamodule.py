@@ -124,7 +124,7 @@ class QADataModule(pl.LightningDataModule):
         examples = self.load_pools(split, paths)
         if not self.chains.enabled:
             return self._on_shares(examples, self.select)
-        cache = chain_cache_path(self._pool_files[split], self.chains)
+        cache = chain_cache_path(self._pool_files[split], self.chains, self.pipeline.evidence.order)
         if cache.exists() and load_chains(cache, examples):
             log.info("chains for %s from cache %s", split, cache)
             return self.pipeline.select(examples, search_chains=False)
