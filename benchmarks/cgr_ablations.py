@@ -49,6 +49,7 @@ from benchmarks.common import (
     seed_differences,
     train_config,
 )  # noqa: E402
+from cgr.evidence.selection import ORDERS as EVIDENCE_ORDERS  # noqa: E402
 from cgr.training.cgr_module import GRADIENT_CLIPPING  # noqa: E402
 
 READER = "cgr.training.module.ReaderModule"
@@ -224,7 +225,7 @@ def main() -> None:
     parser.add_argument("--dropout-seed", type=int, default=None,
                         help="repeat the rows on the same seeds with other dropout draws")  # fmt: skip
     parser.add_argument("--evidence-order", default=None,
-                        choices=("retrieval", "hypothesis", "question_choice", "retriever"),
+                        choices=EVIDENCE_ORDERS,
                         help="data.evidence.order (default: the config's, question_choice); "
                              "retriever: the authors' pathway")  # fmt: skip
     parser.add_argument("--order-table", action="store_true",
@@ -489,7 +490,9 @@ def print_order_table(
                  for k in (0, 1)]  # fmt: skip
         gold = " → ".join(f"{100 * r / questions:.1f}" for r in reads) if questions else "–"
         diff, low, high = paired_interval(
-            paired["a_only"], paired["b_only"], dev_questions(dataset, row, seed, config) or 500
+            paired["a_only"],
+            paired["b_only"],
+            dev_questions(dataset, row, seed, config) or questions,
         )
         table.append([ROWS[row][0], budget.settings, seed, f"{100 * a:.1f} → {100 * b:.1f}",
                       f"{diff:+.1f} [{low:+.1f}, {high:+.1f}]", f"{paired['p']:.2f}", gold])  # fmt: skip

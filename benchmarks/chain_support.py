@@ -42,6 +42,8 @@ from benchmarks.common import (  # noqa: E402
     print_table,
     save_result,
 )
+from cgr.chains.builder import CHAIN_ORDERS  # noqa: E402
+from cgr.evidence.selection import ORDERS as EVIDENCE_ORDERS  # noqa: E402
 
 SEED = 0
 BOOTSTRAP = 1000
@@ -373,12 +375,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--search-order",
-        choices=("length", "relevance", "open_book"),
+        choices=CHAIN_ORDERS,
         help="the chain search's data.chains.chain_order (default: the checkpoint's)",
     )
     parser.add_argument(
         "--evidence-order",
-        choices=("retrieval", "hypothesis", "question_choice", "retriever"),
+        choices=EVIDENCE_ORDERS,
         help="data.evidence.order: what the choices read and what ranks the chains' facts "
         "(default: the checkpoint's; retriever: the authors' pathway)",
     )
