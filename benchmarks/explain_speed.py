@@ -42,11 +42,11 @@ STAGES = {
 }
 
 
-# what `cgr explain` imports, as cumulative sets (each a fresh `python -c "import ..."`): torch,
-# then transformers' model code (the reader), spaCy's pipeline (hypotheses from questions), then
-# what cgr adds beside them (sentence-transformers for the encoders; Lightning is not imported:
-# a folder's reader scores outside a Trainer); the first three are the floor of any run of the
-# command
+# what `cgr explain` imported, as cumulative sets (each a fresh `python -c "import ..."`): torch,
+# then transformers' model code (the reader and the encoders), spaCy's pipeline (hypotheses from
+# questions; now in a child process beside the first two), then sentence-transformers (no longer
+# imported: a plain encoder folder loads with transformers alone; nor is Lightning); the first
+# two are the floor of any run of the command
 IMPORT_SETS = {
     "torch": "import torch",
     "+ transformers models": "import transformers.modeling_utils; from transformers import BertModel",
@@ -62,7 +62,7 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 def wall(model: str, runs: int, codes: list[Path]) -> list[tuple[list[float], int]]:
     """Per checkout in `codes` (another commit's worktree gives a before row): the seconds of
-    each run and the sentence-transformers models a run loads (its log lines). The checkouts'
+    each run and the sentence encoders a run loads (their log lines). The checkouts'
     runs alternate, so a machine that drifts (page cache, other load) drifts for all of them;
     one warm-up run of each first (it writes the caches and bytecode), not counted."""
     times: list[list[float]] = [[] for _ in codes]
@@ -77,7 +77,8 @@ def wall(model: str, runs: int, codes: list[Path]) -> list[tuple[list[float], in
                 raise SystemExit(done.stderr[-2000:])
             if i:
                 times[k].append(time.perf_counter() - start)
-            loads[k] = done.stderr.count("Loading SentenceTransformer model from")
+            loads[k] = sum(done.stderr.count(f"Loading {what} from") for what in
+                           ("SentenceTransformer model", "plain sentence encoder"))  # fmt: skip
     return list(zip(times, loads, strict=True))
 
 
@@ -89,8 +90,8 @@ def profiled(model: str) -> dict:
 
     loads = []
     real = encoders.load_sentence_encoder
-    encoders.load_sentence_encoder = lambda name, device=None: (
-        loads.append(name) or real(name, device)
+    encoders.load_sentence_encoder = lambda name, device=None, **plain: (
+        loads.append(name) or real(name, device, **plain)
     )
     profile = cProfile.Profile()
     start = time.perf_counter()
@@ -204,7 +205,7 @@ def table() -> None:
                      *(f"{serve[c]['p50']:.2f} / {serve[c]['p95']:.2f}" if c in serve else "–" for c in ("1", "8")),
                      r["date"]])  # fmt: skip
     print("`cgr explain --model` of one 4-choice question: wall seconds (a fresh process, caches "
-          "warm, median (range)), sentence-transformers models loaded (the query encoder and the base encoder, each once, is 2), cProfile seconds by stage (cumulative); `cgr "
+          "warm, median (range)), sentence encoders loaded (the query encoder and the base encoder, each once, is 2), cProfile seconds by stage (cumulative); `cgr "
           "serve` seconds per question after the load, p50 / p95 with 1 and 8 clients")  # fmt: skip
     print_table(["label", "wall s", "encoder loads", *STAGES, "serve 1 client", "serve 8 clients",
                  "date"], rows)  # fmt: skip
@@ -214,7 +215,8 @@ def table() -> None:
     if floors:
         print()
         print("Seconds a fresh interpreter takes to import what the command needs, cumulative "
-              "(median; the first three columns are the floor of any `cgr explain` run)")  # fmt: skip
+              "(median; torch and transformers are the floor of any `cgr explain` run, spaCy loads in a child beside them, "
+              "sentence-transformers is no longer imported)")  # fmt: skip
         print_table(["label", *IMPORT_SETS, "date"],
                     [[r["label"], *(f"{r['imports'][k]:.1f}" for k in IMPORT_SETS), r["date"]] for r in floors])  # fmt: skip
 

@@ -266,8 +266,12 @@ class EmbeddedParser:
     name = "embedded-v1"
 
     def __init__(self, batch_size: int = 256):
-        self.nlp = spacy_pipeline()
         self.batch_size = batch_size
+
+    @property
+    def nlp(self):
+        """spaCy on the first parse: a parse the cache answers whole loads nothing (1.2 s)."""
+        return spacy_pipeline()
 
     def parse(self, sentences: list[str]) -> list[str | None]:
         out: list[str | None] = []

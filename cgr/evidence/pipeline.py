@@ -55,7 +55,7 @@ class EvidencePipeline:
         self.progress = progress
         self.device = device
         self._retriever = None
-        self._hypotheses: HypothesisGenerator | None = None
+        self._hypotheses = None  # HypothesisGenerator, or another with its generate_many
         self._chain_builder: ChainBuilder | None = None
         self._relevance = None
         self._books: dict[tuple[str, ...], frozenset[str]] = {}  # files -> their text keys
@@ -104,6 +104,10 @@ class EvidencePipeline:
             gold=self.retrieval.method == "gold",
             progress=self.progress,
         )
+
+    def use_hypotheses(self, generator) -> None:
+        """Hypotheses from another generator (cgr.data.hypothesis.HypothesesInChild)."""
+        self._hypotheses = generator
 
     def select(
         self, examples: list[ReaderExample], search_chains: bool = True

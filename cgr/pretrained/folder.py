@@ -215,10 +215,15 @@ def _check_modules(folder: Path) -> None:
 
 def _is_sentence_transformers_class(kind: str) -> bool:
     """`kind` names a torch module class that sentence-transformers itself defines (its own,
-    already installed code: importing it runs nothing from the folder)."""
+    already installed code: importing it runs nothing from the folder). The classes of the
+    plain layout are known by name, so opening such a folder does not import it (2 s)."""
     import importlib
     import re
 
+    from cgr.retrieval.plain_encoder import KNOWN_MODULES
+
+    if kind in KNOWN_MODULES:
+        return True
     if not re.fullmatch(r"sentence_transformers(\.[A-Za-z_]\w*)+", kind):
         return False
     module_name, _, name = kind.rpartition(".")

@@ -153,7 +153,7 @@ def _load_folder(folder: ModelFolder, device: str, lightning: bool = True):
     module = module.to(device).eval()
     encoder = None
     if folder.query_encoder is not None:
-        encoder = load_sentence_encoder(str(folder.query_encoder), device).eval()
+        encoder = load_sentence_encoder(str(folder.query_encoder), device, plain=True).eval()
         encoder.requires_grad_(False)
     if device == "cpu":
         module = module.float()

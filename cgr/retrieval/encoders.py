@@ -8,18 +8,30 @@ inner product of the FAISS index a cosine similarity, as in the authors' code.
 from __future__ import annotations
 
 import copy
+import logging
 
 import numpy as np
 import torch
 
 from cgr.models import resolve_model
 
+log = logging.getLogger(__name__)
 
-def load_sentence_encoder(name: str, device: str | None = None):
+
+def load_sentence_encoder(name: str, device: str | None = None, plain: bool = False):
+    """A sentence-transformers model; with `plain` (encoding only, never trained), a folder of
+    the plain layout loads without importing sentence-transformers (cgr.retrieval.plain_encoder)."""
+    path = resolve_model(name)
+    if plain:
+        from cgr.retrieval.plain_encoder import PlainSentenceEncoder
+
+        if (encoder := PlainSentenceEncoder.from_folder(path)) is not None:
+            log.info("Loading plain sentence encoder from %s", path)
+            return encoder.to(str(device) if device else "cpu").eval()
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(
-        resolve_model(name),
+        path,
         device=str(device) if device else "cpu",
         trust_remote_code=False,  # a model folder's own code never runs (docs/bad-input.md)
     )
@@ -38,7 +50,7 @@ class TextEncoder:
     @property
     def model(self):
         if self._model is None:
-            self._model = load_sentence_encoder(self.model_name, self.device)
+            self._model = load_sentence_encoder(self.model_name, self.device, plain=True)
             self._model.max_seq_length = self.max_length
         return self._model
 

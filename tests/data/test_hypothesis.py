@@ -159,3 +159,17 @@ def test_the_seam_repair_can_be_switched_off_to_measure_it():
     assert raw.generate("What is a ruler used for?", ["to measure length"]) == [
         "A ruler is used for to measure length."
     ]
+
+
+def test_hypotheses_from_a_child_process_equal_this_process(hypothesis_generator):
+    """`cgr explain` writes its hypotheses in a child while the models load; other items (or a
+    child that fails) are written here, so the result never depends on the child."""
+    from cgr.data.hypothesis import HypothesesInChild
+
+    items = [(question, [answer, "a rock"]) for question, answer, _ in CASES[:3]]
+    expected = hypothesis_generator.generate_many(items)
+    assert HypothesesInChild(items).generate_many(items) == expected
+    assert HypothesesInChild(items[:1]).generate_many(items) == expected  # not what it was given
+    broken = HypothesesInChild(items)
+    broken._child.kill()
+    assert broken.generate_many(items) == expected
