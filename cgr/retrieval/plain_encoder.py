@@ -111,6 +111,11 @@ class PlainSentenceEncoder(torch.nn.Module):
     def max_seq_length(self, value: int) -> None:
         self.tokenizer.model_max_length = value
 
+    @property
+    def device(self) -> torch.device:
+        """Where the weights are (as sentence-transformers' models say)."""
+        return next(self.auto_model.parameters()).device
+
     def get_embedding_dimension(self) -> int:
         return int(self.auto_model.config.hidden_size)
 
@@ -118,8 +123,7 @@ class PlainSentenceEncoder(torch.nn.Module):
         texts = [t.lower() for t in texts] if self.lower else texts
         features = self.tokenizer(texts, padding=True, truncation="longest_first",
                                   return_tensors="pt", max_length=self.max_seq_length)  # fmt: skip
-        device = next(self.auto_model.parameters()).device
-        features = {k: v.to(device) for k, v in features.items()}
+        features = {k: v.to(self.device) for k, v in features.items()}
         tokens = self.auto_model(**features).last_hidden_state
         mask = features["attention_mask"].unsqueeze(-1).to(tokens.dtype)
         if self.pooling == "cls":
