@@ -42,7 +42,7 @@ TABLES = {
     "evidence-order": ["cgr_ablations.py", "--train-questions", "0", "--epochs", "1", "--lr", "1e-4",
                        "--seeds", "1", "--rows", "no_chain_losses", "--settings", "authors",
                        "--evidence-order", "retriever", "--table", "--order-table"],
-    "cgr-obqa-e1": [*CGR_OBQA, "--rows", "reader", "iterative", "cgr", "--table"],
+    "cgr-obqa-e1": [*CGR_OBQA, "--rows", "reader", "iterative", "cgr", "--table", "--brief"],
     "cgr-obqa-e2": [*CGR_OBQA, "--epochs", "2", "--rows", "iterative", "chains", "cgr",
                     "no_chain_losses", "--table", "--brief"],
     "cgr-obqa-mpnet": ["cgr_ablations.py", "--reader", "mpnet", "--train-questions", "0",
