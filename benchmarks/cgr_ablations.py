@@ -485,6 +485,10 @@ def print_order_table(
         if not paired:
             continue
         a, b = (load_result(n)["accuracy"] for n in (first, second))
+        trained = [
+            (load_result(n).get("train_acc_by_epoch") or [None])[-1] for n in (first, second)
+        ]
+        train = " → ".join(f"{100 * t:.1f}" for t in trained) if None not in trained else "–"
         questions = sum(n for *_, n, _, _ in paired["by_gold"]) or None
         reads = [sum(n for a_read, b_read, n, _, _ in paired["by_gold"] if (a_read, b_read)[k])
                  for k in (0, 1)]  # fmt: skip
@@ -495,14 +499,17 @@ def print_order_table(
             dev_questions(dataset, row, seed, config) or questions,
         )
         table.append([ROWS[row][0], budget.settings, seed, f"{100 * a:.1f} → {100 * b:.1f}",
-                      f"{diff:+.1f} [{low:+.1f}, {high:+.1f}]", f"{paired['p']:.2f}", gold])  # fmt: skip
+                      f"{diff:+.1f} [{low:+.1f}, {high:+.1f}]", f"{paired['p']:.2f}", gold, train])  # fmt: skip
     print(f"{dataset} dev accuracy (%) reading the config's evidence order (question_choice: the "
           f"base encoder ranks the facts by cosine to 'question choice') → reading `{order}` "
           "(the authors' pathway: the current query encoder ranks the pool, open book first); "
           f"{budget.train_questions or 'all'} train questions x {budget.epochs} epoch(s), the same "
           "seed; paired 95 % interval and exact McNemar p over dev questions; gold read: % of "
-          "questions whose answer choice read a gold fact")  # fmt: skip
-    print_table(["row", "settings", "seed", "accuracy", "difference", "p", "gold read"], table)
+          "questions whose answer choice read a gold fact; train acc: accuracy on the training "
+          "questions over the last epoch (dropout on), whether the reader learned at all")  # fmt: skip
+    print_table(
+        ["row", "settings", "seed", "accuracy", "difference", "p", "gold read", "train acc"], table
+    )
     if not table:
         print("(no pair saved yet)")
 

@@ -298,15 +298,17 @@ def run_training(config: dict, name: str) -> dict:
         sys.stderr.write(stdout[-3000:] + err_file.read_text()[-5000:])
         raise SystemExit(f"{name} failed (exit {proc.returncode})")
     return {"accuracy": float(lines[-1].split()[1]), "minutes": minutes,
-            "questions_per_s": training_speed(log_dir), "val_acc_by_epoch": val_accuracy_by_epoch(log_dir),
-            "machine": machine()}  # fmt: skip
+            "questions_per_s": training_speed(log_dir), "val_acc_by_epoch": accuracy_by_epoch(log_dir),
+            "train_acc_by_epoch": accuracy_by_epoch(log_dir, "train/acc_epoch"), "machine": machine()}  # fmt: skip
 
 
-def val_accuracy_by_epoch(log_dir: Path) -> list[float]:
-    """Dev accuracy after each epoch (the last validation logged in it), from the CSV log: shows
-    whether more epochs help without a separate run per epoch count."""
-    by_epoch = {int(r["epoch"]): float(r["val/acc"]) for path in sorted(log_dir.rglob("metrics.csv"))
-                for r in csv.DictReader(path.open()) if r.get("val/acc")}  # fmt: skip
+def accuracy_by_epoch(log_dir: Path, key: str = "val/acc") -> list[float]:
+    """Per epoch, the last `key` logged in it, from the CSV log. Dev accuracy ("val/acc") shows
+    whether more epochs help without a separate run per epoch count; training accuracy
+    ("train/acc_epoch") tells a reader that did not learn from one that learned what does not
+    carry to dev."""
+    by_epoch = {int(r["epoch"]): float(r[key]) for path in sorted(log_dir.rglob("metrics.csv"))
+                for r in csv.DictReader(path.open()) if r.get(key)}  # fmt: skip
     return [by_epoch[e] for e in sorted(by_epoch)]
 
 
