@@ -130,3 +130,25 @@ def test_the_order_table_pairs_each_row_with_itself_reading_the_retriever_order(
     assert "57.4 → 59.0" in out and "+1.6 [" in out and "| 0.46 |" in out
     assert "50.0 → 80.0" in out  # the answer choice read a gold fact: 250 → 400 of 500
     assert saved[f"cgr_ablations_paired-{second}"]["a"] == first
+
+
+def test_the_settings_table_pairs_each_cgr_row_in_our_settings_with_the_authors(
+    monkeypatch, capsys
+):
+    budget = argparse.Namespace(**{**vars(BUDGET), "epochs": 1, "settings": "ours",
+                                   "evidence_order": None})  # fmt: skip
+    ours = ablations.tag("obqa", "no_global", 1, budget)
+    authors = ours.replace("-clipeach-", "-authors-")
+    saved = {ours: {"accuracy": 0.580, "train_acc_by_epoch": [0.5]},
+             authors: {"accuracy": 0.532, "train_acc_by_epoch": [0.49]}}  # fmt: skip
+    monkeypatch.setattr(ablations, "load_result", saved.get)
+    monkeypatch.setattr(ablations, "save_result", saved.__setitem__)
+    monkeypatch.setattr(ablations, "paired_counts", lambda base, a, b: {
+        "a_only": 60, "b_only": 36, "p": 0.02, "by_gold": {(True, True): [278, 160, 150],
+                                                           (False, False): [222, 130, 116]}})  # fmt: skip
+    ablations.print_settings_table({}, "obqa", ["reader", "no_global"], [1], budget)
+    out = capsys.readouterr().out
+    assert "58.0 → 53.2" in out and "-4.8 [" in out and "50.0 → 49.0" in out
+    assert len([line for line in out.splitlines() if line.startswith("| ")]) == 2  # the reader
+    # row has no retriever settings: header and no_global only
+    assert saved[f"cgr_ablations_paired-{authors}-vs-ours"]["a"] == ours
