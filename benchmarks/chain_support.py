@@ -130,6 +130,24 @@ def on_gold(texts, gold: set[str]) -> bool:
     return bool(gold & {text_key(t) for t in texts})
 
 
+def gold_reach(questions, examples, candidates: int) -> dict[str, float]:
+    """How far any ranking of the chains can put a gold fact first: the share of questions
+    (with gold facts) whose answer choice has it on one of its first `candidates` chains (the
+    ones support ranks) and in its pool at all (what the chain search had to link)."""
+    on_chain, in_pool = [], []
+    for q, ex in zip(questions, examples, strict=True):
+        gold = gold_texts(q)
+        if not gold:
+            continue
+        chains = ex.chains[q.answer_index][:candidates] if ex.chains else []
+        on_chain.append(any(on_gold(c.texts, gold) for c in chains))
+        in_pool.append(on_gold([f.text for f in ex.pool[q.answer_index]], gold))
+    if not on_chain:
+        return {}
+    return {"gold_on_ranked_chains": 100 * statistics.mean(on_chain),
+            "gold_in_pool": 100 * statistics.mean(in_pool)}  # fmt: skip
+
+
 def role_triples(graph) -> set[tuple[str, str, str]]:
     """(predicate concept, role, argument concept or value) of an AMR graph, senses and case
     dropped: "measure-01 :ARG1 temperature" is ("measure", ":ARG1", "temperature")."""
@@ -219,7 +237,13 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
     orders by relevance: `retriever` is the authors' pathway, the checkpoint's query encoder);
     `orders_only`: without faithfulness and the AMR role signal (the chain orders' comparison
     alone)."""
-    from cgr.evaluation.support import ORDERS, SUPPORTED, chain_support, rank_by_support
+    from cgr.evaluation.support import (
+        CANDIDATES,
+        ORDERS,
+        SUPPORTED,
+        chain_support,
+        rank_by_support,
+    )
 
     rng = random.Random(SEED)
     chains = {"chain_order": search_order} if search_order else None
@@ -267,6 +291,7 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
         **{f"gold_first_{o}": 100 * statistics.mean(v) if v else None
            for o, v in gold_first.items()},
         "gold_first_paired": paired_orders(gold_first),
+        **gold_reach(questions, examples, CANDIDATES),
         "support_only_accuracy": 100 * support_answer / n, "reader_accuracy": 100 * reader_right / n,
         "faithfulness": {} if orders_only else faithfulness(module, scored, rng),
         "threshold": SUPPORTED,
@@ -358,7 +383,28 @@ def table() -> None:
             print(f"{path.stem.removeprefix('chain_support-')}: gold fact on the first chain "
                   f"(support / supported_first / search) {shares} %, "
                   + "; ".join(f"{k} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]" for k, (d, lo, hi) in pairs.items())
-                  + " points (paired, 95 %)")  # fmt: skip
+                  + " points (paired, 95 %)" + reach_text(r))  # fmt: skip
+
+
+def reach_text(r: dict) -> str:
+    if "gold_on_ranked_chains" not in r:
+        return ""
+    return (
+        f"; the most any ranking reaches: the gold fact is on one of the answer's ranked "
+        f"chains for {r['gold_on_ranked_chains']:.1f} % (in its pool for "
+        f"{r['gold_in_pool']:.1f} %)"
+    )
+
+
+def reach_only(checkpoint: Path, data: str, search_order: str | None,
+               evidence_order: str | None) -> dict:  # fmt: skip
+    """gold_reach alone: pools and chains from the caches, nothing scored."""
+    from cgr.evaluation.support import CANDIDATES
+
+    chains = {"chain_order": search_order} if search_order else None
+    evidence = {"order": evidence_order} if evidence_order else None
+    _, _, questions, examples = cached_examples(checkpoint, data, chains=chains, evidence=evidence)
+    return gold_reach(questions, examples, CANDIDATES)
 
 
 def main() -> None:
@@ -389,6 +435,11 @@ def main() -> None:
         action="store_true",
         help="only the chain orders' comparison (no faithfulness, no AMR roles)",
     )
+    parser.add_argument(
+        "--reach-only",
+        action="store_true",
+        help="only add to the saved result how often the gold fact is on any ranked chain",
+    )
     parser.add_argument("--table", action="store_true")
     args = parser.parse_args()
     if args.checkpoint and not args.table:
@@ -397,6 +448,12 @@ def main() -> None:
 
         data = args.data or data_settings(read_checkpoint(args.checkpoint))["dev_file"]
         name = args.name or args.checkpoint.parent.name
+        if args.reach_only:
+            saved = load_result(f"chain_support-{name}") or {}
+            reach = reach_only(args.checkpoint, data, args.search_order, args.evidence_order)
+            save_result(f"chain_support-{name}", {**saved, **reach})
+            table()
+            return
         result = measure(
             args.checkpoint, data, args.calibrate, args.order, args.search_order,
             args.orders_only, args.evidence_order,

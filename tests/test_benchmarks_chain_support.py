@@ -1,6 +1,12 @@
 """The AMR role signal benchmarks/chain_support.py measures beside the reader's support."""
 
-from benchmarks.chain_support import auc, role_agreement, role_triples
+from types import SimpleNamespace
+
+import pytest
+
+from benchmarks.chain_support import auc, gold_reach, role_agreement, role_triples
+from cgr.data.records import Chain
+from cgr.retrieval.base import RetrievedFact
 
 HYPOTHESIS = "(u / use-01 :ARG1 (t / thermometer) :ARG2 (m / measure-01 :ARG1 (l / length)))"
 STATES = "(u / use-01 :ARG1 (t / thermometer) :ARG2 (m / measure-01 :ARG1 (l / length)))"
@@ -26,3 +32,24 @@ def test_a_fact_that_fills_a_role_with_another_argument_scores_below_one_that_le
 
 def test_auc_counts_ties_as_half():
     assert auc([1.0, 0.5], [0.5, 0.0]) == (1 + 1 + 0.5 + 1) / 4
+
+
+def test_gold_reach_counts_the_answers_ranked_chains_and_its_pool():
+    gold = "a thermometer measures temperature"
+    pool = [
+        RetrievedFact("g", gold, 0.9, 1, "open_book"),
+        RetrievedFact("o", "rain falls", 0.5, 1, "corpus"),
+    ]
+    chain = Chain(("g",), (), texts=(gold,))
+    other = Chain(("o",), (), texts=("rain falls",))
+    questions = [SimpleNamespace(answer_index=0, gold_facts=[gold])] * 3
+    questions.append(SimpleNamespace(answer_index=0, gold_facts=[]))  # no gold facts: left out
+    examples = [SimpleNamespace(chains=[[other, chain], []], pool=[pool, []]),  # 2nd ranked chain
+                SimpleNamespace(chains=[[other, other, chain], []], pool=[pool, []]),  # beyond 2
+                SimpleNamespace(chains=[[chain], []], pool=[pool[1:], []]),  # counted apart
+                SimpleNamespace(chains=[], pool=[pool])]  # fmt: skip
+    reach = gold_reach(questions, examples, candidates=2)
+    assert reach == {
+        "gold_on_ranked_chains": pytest.approx(200 / 3),
+        "gold_in_pool": pytest.approx(200 / 3),
+    }
