@@ -76,12 +76,16 @@ UNSUPPORTED = "links words, does not support"
 def contrast_line(why: dict, number) -> str:
     """The contrast (cgr.evaluation.support.contrast) as one line; `number(text)` numbers the
     facts the answer read first, for "no chain separates ..."."""
-    if why["kind"] != "none":
+    if why["kind"] not in ("none", "both"):
         return why["text"]
     named = [f"[{number(text)}]" for text in why.get("facts") or []]
     rests = f"facts {', '.join(named)}" if named else "the facts it read"
+    both = ""
+    if why["kind"] == "both":
+        both = (f": both have supporting chains (support {why['answer_support']:.2f} against "
+                f"{why['runner_up_support']:.2f})")  # fmt: skip
     return (
-        f"no chain separates ({why['answer']}) from ({why['runner_up']}); the reader's "
+        f"no chain separates ({why['answer']}) from ({why['runner_up']}){both}; the reader's "
         f"choice rests on {rests}"
     )
 

@@ -121,10 +121,11 @@ def contrast(
         record.update(kind="runner_up_only", chain=list(chains[second][k_second].facts))
         text = (f"({a}) over ({b}) although only ({b}) has a supporting chain "
                 f"(support {s_second:.2f}); the reader's choice rests on the facts ({a}) read")  # fmt: skip
-    elif supported(s_best, threshold):
-        record.update(kind="both")
-        text = (f"({a}) over ({b}): both have supporting chains (support {s_best:.2f} against "
-                f"{s_second:.2f})")  # fmt: skip
+    elif supported(s_best, threshold):  # a chain for each: neither separates them
+        record.update(kind="both", facts=list(read[best][:2]) if best < len(read) else [])
+        text = (f"no chain separates ({a}) from ({b}): both have supporting chains (support "
+                f"{s_best:.2f} against {s_second:.2f}); the reader's choice rests on the facts "
+                f"({a}) read")  # fmt: skip
     else:
         record.update(kind="none", facts=list(read[best][:2]) if best < len(read) else [])
         text = f"no chain separates ({a}) from ({b}); the reader's choice rests on the facts ({a}) read"

@@ -68,8 +68,8 @@ def test_the_contrast_names_what_separates_the_answer_from_the_runner_up(support
     chains = [[Chain(("f1",), ("a", "b"), ("t1",))], [Chain(("f2",), ("a", "b"), ("t2",))]]
     why = contrast(["A", "B"], [2.0, 1.0], chains, support, [["read 1", "read 2"], ["x"]])
     assert why["kind"] == kind and why["answer"] == "A" and why["runner_up"] == "B"
-    if kind == "none":
-        assert why["facts"] == ["read 1", "read 2"]
+    if kind in ("none", "both"):  # no chain separates them: what the answer read first
+        assert why["facts"] == ["read 1", "read 2"] and why["text"].startswith("no chain separates")
 
 
 def test_predictions_carry_support_and_a_contrast():
@@ -124,3 +124,14 @@ def test_by_default_supporting_chains_come_first_in_the_search_order():
     assert [c.facts for c in shown] == [("f1",), ("f2",), ("f3",)]
     by_value = predictions(Module(), [(example(), [2.0, 1.0])], order="support")[0]
     assert [c.facts for c in by_value.choices[0].chains] == [("f2",), ("f1",), ("f3",)]
+
+
+def test_a_contrast_where_both_have_supporting_chains_numbers_what_the_answer_read():
+    from cgr.chains.export import contrast_line
+
+    chains = [[Chain(("f1",), ("a", "b"), ("t1",))], [Chain(("f2",), ("a", "b"), ("t2",))]]
+    why = contrast(["A", "B"], [2.0, 1.0], chains, [[0.54], [0.62]], [["read 1", "read 2"], ["x"]])
+    numbers = {"read 1": 3, "read 2": 1}
+    line = contrast_line(why, numbers.__getitem__)
+    assert line == ("no chain separates (A) from (B): both have supporting chains (support 0.54 "
+                    "against 0.62); the reader's choice rests on facts [3], [1]")  # fmt: skip
