@@ -177,7 +177,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--checkpoint", type=Path, nargs="*", default=[])
     parser.add_argument("--encoder", default="trained", choices=["trained", "auto", "base"])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--table", action="store_true", help="only print the saved comparisons")
     args = parser.parse_args()
     for checkpoint in args.checkpoint:

@@ -125,7 +125,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--checkpoint", type=Path, nargs="*", default=[])
     parser.add_argument("--dataset", default="obqa", help="names the shared base-encoder row")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1], help="loss-term rows' seeds")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=[1, 2],
+        help="loss-term rows' seeds (those a pair is saved for are shown)",
+    )
     parser.add_argument("--table", action="store_true", help="only print the saved rows")
     args = parser.parse_args()
     if args.table:

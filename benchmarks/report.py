@@ -38,7 +38,7 @@ SPEED_TAGS = ["quickstart-r1", "quickstart-r2", "quickstart-r3", "quickstart-fus
 TABLES = {
     "results-summary": ["summary.py", "--table"],
     "status-obqa": ["summary.py", "--status"],
-    "figure4-loss-terms": ["mechanism.py", "--table", "--seeds", "1", "2"],
+    "figure4-loss-terms": ["mechanism.py", "--table"],
     "evidence-order": ["cgr_ablations.py", "--train-questions", "0", "--epochs", "1", "--lr", "1e-4",
                        "--seeds", "1", "--rows", "no_chain_losses", "--settings", "authors",
                        "--evidence-order", "retriever", "--table", "--order-table"],
