@@ -373,10 +373,10 @@ def table() -> None:
                  "random / similar", "sufficiency drop", "random / similar", "flips"], rows)  # fmt: skip
     if not rows:
         print("(no run measured yet)")
-    for path in runs:  # the chain orders against each other, paired over the same questions
+    for path in runs:  # the --orders-only runs: the chain orders paired over the same questions
         r = load_result(path.stem)
         pairs = r.get("gold_first_paired") or {}
-        if pairs:
+        if pairs and not r["faithfulness"]:  # a full run's orders are its table cell
             shares = " / ".join(
                 f"{r[f'gold_first_{o}']:.1f}" for o in ("support", "supported_first", "search")
             )
