@@ -79,7 +79,12 @@ def contrast_line(why: dict, number) -> str:
     if why["kind"] not in ("none", "both"):
         return why["text"]
     named = [f"[{number(text)}]" for text in why.get("facts") or []]
-    rests = f"facts {', '.join(named)}" if named else "the facts it read"
+    return unseparated(why, f"facts {', '.join(named)}" if named else "the facts it read")
+
+
+def unseparated(why: dict, rests: str) -> str:
+    """The line of a contrast no chain decides: neither choice has a supporting chain ("none")
+    or both have one ("both"); `rests`: what the reader's choice rests on instead."""
     both = ""
     if why["kind"] == "both":
         both = (f": both have supporting chains (support {why['answer_support']:.2f} against "

@@ -22,6 +22,7 @@ from dataclasses import replace
 
 import torch
 
+from cgr.chains.export import unseparated
 from cgr.data.records import Chain
 from cgr.reader.examples import ReaderExample
 from cgr.retrieval.base import RetrievedFact
@@ -121,14 +122,10 @@ def contrast(
         record.update(kind="runner_up_only", chain=list(chains[second][k_second].facts))
         text = (f"({a}) over ({b}) although only ({b}) has a supporting chain "
                 f"(support {s_second:.2f}); the reader's choice rests on the facts ({a}) read")  # fmt: skip
-    elif supported(s_best, threshold):  # a chain for each: neither separates them
-        record.update(kind="both", facts=list(read[best][:2]) if best < len(read) else [])
-        text = (f"no chain separates ({a}) from ({b}): both have supporting chains (support "
-                f"{s_best:.2f} against {s_second:.2f}); the reader's choice rests on the facts "
-                f"({a}) read")  # fmt: skip
-    else:
-        record.update(kind="none", facts=list(read[best][:2]) if best < len(read) else [])
-        text = f"no chain separates ({a}) from ({b}); the reader's choice rests on the facts ({a}) read"
+    else:  # no chain separates them: neither has a supporting chain, or both have one
+        record.update(kind="both" if supported(s_best, threshold) else "none",
+                      facts=list(read[best][:2]) if best < len(read) else [])  # fmt: skip
+        text = unseparated(record, f"the facts ({a}) read")
     record["text"] = text
     return record
 
