@@ -525,10 +525,9 @@ def print_switch_table(
         )
         if not paired:
             continue
-        a, b = (load_result(n)["accuracy"] for n in (first, second))
-        trained = [
-            (load_result(n).get("train_acc_by_epoch") or [None])[-1] for n in (first, second)
-        ]
+        results = [load_result(n) for n in (first, second)]
+        a, b = (r["accuracy"] for r in results)
+        trained = [(r.get("train_acc_by_epoch") or [None])[-1] for r in results]
         train = " → ".join(f"{100 * t:.1f}" for t in trained) if None not in trained else "–"
         questions = sum(n for *_, n, _, _ in paired["by_gold"]) or None
         reads = [sum(n for a_read, b_read, n, _, _ in paired["by_gold"] if (a_read, b_read)[k])
@@ -539,7 +538,7 @@ def print_switch_table(
             paired["b_only"],
             dev_questions(dataset, row, seed, budgets[0]) or questions,
         )
-        table.append([ROWS[row][0], budgets[0].settings if not suffix else "", seed,
+        table.append([ROWS[row][0], budgets[0].settings, seed,
                       f"{100 * a:.1f} → {100 * b:.1f}", f"{diff:+.1f} [{low:+.1f}, {high:+.1f}]",
                       f"{paired['p']:.2f}", gold, train])  # fmt: skip
     budget = budgets[0]
@@ -549,7 +548,7 @@ def print_switch_table(
           "the training questions over the last epoch (dropout on), whether the reader learned "
           "at all")  # fmt: skip
     header = ["row", "settings", "seed", "accuracy", "difference", "p", "gold read", "train acc"]
-    if suffix:  # both settings are in the caption
+    if budgets[0].settings != budgets[1].settings:  # the caption names both
         header, table = header[:1] + header[2:], [r[:1] + r[2:] for r in table]
     print_table(header, table)
     if not table:

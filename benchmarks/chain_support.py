@@ -246,10 +246,8 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
     )
 
     rng = random.Random(SEED)
-    chains = {"chain_order": search_order} if search_order else None
-    evidence = {"order": evidence_order} if evidence_order else None
-    module, pipeline, questions, examples = cached_examples(checkpoint, data, chains=chains,
-                                                            evidence=evidence)  # fmt: skip
+    module, pipeline, questions, examples = examples_of(checkpoint, data, search_order,
+                                                        evidence_order)  # fmt: skip
     support = chain_support(module, examples)
     firsts = {o: [[shown_first(c, sup, o) for c, sup in zip(ex.chains or [], s, strict=False)]
                   for ex, s in zip(examples, support, strict=True)] for o in ORDERS}  # fmt: skip
@@ -401,10 +399,16 @@ def reach_only(checkpoint: Path, data: str, search_order: str | None,
     """gold_reach alone: pools and chains from the caches, nothing scored."""
     from cgr.evaluation.support import CANDIDATES
 
+    _, _, questions, examples = examples_of(checkpoint, data, search_order, evidence_order)
+    return gold_reach(questions, examples, CANDIDATES)
+
+
+def examples_of(checkpoint: Path, data: str, search_order: str | None,
+                evidence_order: str | None):  # fmt: skip
+    """common.cached_examples with the chain search's and the reading order's overrides."""
     chains = {"chain_order": search_order} if search_order else None
     evidence = {"order": evidence_order} if evidence_order else None
-    _, _, questions, examples = cached_examples(checkpoint, data, chains=chains, evidence=evidence)
-    return gold_reach(questions, examples, CANDIDATES)
+    return cached_examples(checkpoint, data, chains=chains, evidence=evidence)
 
 
 def main() -> None:
