@@ -47,6 +47,9 @@ from cgr.evidence.selection import ORDERS as EVIDENCE_ORDERS  # noqa: E402
 
 SEED = 0
 BOOTSTRAP = 1000
+# the readers support alone is set beside: benchmarks/cgr_ablations.py's one-epoch rows on the
+# budget of the dataset's chain-support checkpoints, every seed saved
+BESIDE = {"obqa": "q0-e1-l128-lr1e-4", "arc_challenge": "q3200-e1-l128"}
 
 
 def auc(right: list[float], wrong: list[float]) -> float:
@@ -371,6 +374,11 @@ def table() -> None:
                  "random / similar", "sufficiency drop", "random / similar", "flips"], rows)  # fmt: skip
     if not rows:
         print("(no run measured yet)")
+    beside = [line for d in BESIDE if (line := readers_line(d))]
+    if beside:
+        print("Support-only accuracy beside the readers trained one epoch "
+              f"(benchmarks/cgr_ablations.py, {' / '.join(BESIDE.values())}, dev %): "
+              + "; ".join(beside))  # fmt: skip
     for path in runs:  # the --orders-only runs: the chain orders paired over the same questions
         r = load_result(path.stem)
         pairs = r.get("gold_first_paired") or {}
@@ -382,6 +390,22 @@ def table() -> None:
                   f"(support / supported_first / search) {shares} %, "
                   + "; ".join(f"{k} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]" for k, (d, lo, hi) in pairs.items())
                   + " points (paired, 95 %)" + reach_text(r))  # fmt: skip
+
+
+def readers_line(dataset: str) -> str | None:
+    """The no-facts and the iterative reader's dev accuracy, mean ± sd over the seeds saved."""
+    if dataset not in BESIDE:
+        return None
+    cells = []
+    for row, label in (("reader", "no facts"), ("iterative", "iterative")):
+        prefix = f"cgr_ablations-{dataset}-{row}-{BESIDE[dataset]}-s"
+        accs = [100 * load_result(p.stem)["accuracy"] for p in RESULTS.glob(f"{prefix}*.json")
+                if p.stem.removeprefix(prefix).isdigit()]  # fmt: skip
+        if accs:
+            sd = f" ± {statistics.stdev(accs):.1f}" if len(accs) > 1 else ""
+            seeds = f"{len(accs)} seed{'s' if len(accs) > 1 else ''}"
+            cells.append(f"{label} {statistics.mean(accs):.1f}{sd} ({seeds})")
+    return f"{dataset}: {', '.join(cells)}" if cells else None
 
 
 def reach_text(r: dict) -> str:

@@ -4,6 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
+import benchmarks.chain_support as chain_support
+import benchmarks.common as common
 from benchmarks.chain_support import auc, gold_reach, role_agreement, role_triples
 from cgr.data.records import Chain
 from cgr.retrieval.base import RetrievedFact
@@ -53,3 +55,19 @@ def test_gold_reach_counts_the_answers_ranked_chains_and_its_pool():
         "gold_on_ranked_chains": pytest.approx(200 / 3),
         "gold_in_pool": pytest.approx(200 / 3),
     }
+
+
+def test_support_alone_is_set_beside_the_readers_of_the_same_budget(tmp_path, monkeypatch):
+    for module in (common, chain_support):
+        monkeypatch.setattr(module, "RESULTS", tmp_path)
+    budget = chain_support.BESIDE["obqa"]
+    for name, acc in (
+        (f"reader-{budget}-s1", 0.50), (f"reader-{budget}-s2", 0.54),
+        (f"iterative-{budget}-s1", 0.56), (f"iterative-{budget}-authors-s1", 0.10),
+        (f"iterative-{budget}-s1-d2", 0.90), ("reader-q1000-e1-l128-s1", 0.30),
+    ):  # fmt: skip
+        common.save_result(f"cgr_ablations-obqa-{name}", {"accuracy": acc})
+    line = chain_support.readers_line("obqa")
+    assert line == "obqa: no facts 52.0 ± 2.8 (2 seeds), iterative 56.0 (1 seed)"
+    assert chain_support.readers_line("arc_challenge") is None
+    assert chain_support.readers_line("quickstart") is None
