@@ -351,6 +351,8 @@ def table() -> None:
                 for k in ("gold_first_support", "gold_first_supported_first", "gold_first_search")
             )
         )
+        if r["gold_first_support"] is not None and "gold_on_ranked_chains" in r:
+            gold += f" (≤ {r['gold_on_ranked_chains']:.1f})"
         rows.append([path.stem.removeprefix("chain_support-"), r["questions"],
                      f"{r['support_auc']:.2f} / {r['has_chain_auc']:.2f}",
                      " / ".join(f"{r[k]:.2f}" if k in r else "–" for k in ("role_auc", "support_role_checked_auc")),
@@ -364,7 +366,8 @@ def table() -> None:
           "triples a chain states, minus those it fills with another argument) / of support "
           "counting only chains with no conflicting role; choices shown a supporting chain (support >= 0.5), right / wrong %; gold fact on "
           "the chain shown first, ranked by support / supporting chains first / the search's order "
-          "(its chain_order, and data.evidence.order, in the run's name where not the checkpoint's) %; accuracy answering by "
+          "(its chain_order, and data.evidence.order, in the run's name where not the checkpoint's), "
+          "(≤ on any of the answer's ranked chains, the most a ranking reaches) %; accuracy answering by "
           "support alone / the reader's; faithfulness of the predicted answer's first chain "
           "(p(answer) drop, bootstrap 95 %): comprehensiveness and sufficiency against as many "
           "random facts read / as many of the most similar facts read; answer flips when the "

@@ -77,6 +77,8 @@ def measure(checkpoint: Path, encoder: str) -> dict:
     examples = pipeline.pools(questions, desc="figure 4: pools")
     # (a) each hypothesis against the open book alone, top 10, as the authors' pool indices 1-10
     retriever = pipeline.retriever
+    if retriever.open_book is None:
+        raise SystemExit(f"figure 4 needs an open book (OBQA): {checkpoint} retrieves without one")
     flat = [h for ex in examples for h in ex.hypotheses]
     _, positions = retriever.open_book.index.search(retriever.encoder.encode(flat), OPEN_BOOK_TOP)
     book = retriever.open_book.corpus

@@ -409,14 +409,13 @@ def table(paths: list[Path] | None = None, tags: list[str] | None = None) -> Non
     pairs = defaultdict(dict)
     for r in rows:
         pairs[(r["device"], r["config"], r.get("tag", ""))][r["row"]] = r["questions_per_s"]
-    lines = [
-        f"- {dev}, {Path(cfg).stem}, {tag}: CGR / reader-only = {p['cgr'] / p['reader']:.2f}"
+    ratios = [
+        f"{tag or f'{dev}, {Path(cfg).stem}'} {p['cgr'] / p['reader']:.2f}"
         for (dev, cfg, tag), p in pairs.items()
         if "cgr" in p and "reader" in p
     ]
-    if lines:
-        print("\nCGR / reader-only training speed")
-        print("\n".join(lines))
+    if ratios:  # one line: the tags name the device and config of the rows above
+        print("\nCGR / reader-only training speed: " + "; ".join(ratios))
 
 
 def _gpu(row: dict) -> str:
