@@ -29,7 +29,8 @@ from cgr.retrieval.base import RetrievedFact
 
 # the reader, reading only the chain, prefers its choice over all the others together (a rule,
 # not fitted: Youden's J on a training file gives 0.4 on the quickstart's and 0.48 on 400 OBQA
-# train questions with a one-epoch checkpoint, benchmarks/chain_verifier.py; ARC not measured)
+# train questions with a one-epoch checkpoint, benchmarks/chain_verifier.py; 0.30 on 300 ARC
+# train questions with a one-epoch CGR checkpoint whose probabilities are near uniform)
 SUPPORTED = 0.5
 CANDIDATES = 10  # chains per choice scored (the search's best): the ranking reorders these
 ORDERS = ("support", "supported_first", "search")
