@@ -71,7 +71,11 @@ ROWS = {
     "no_rl": ("CGR w/o L_rl", CGR, "beam", True, ("use_rl",)),
     "no_local": ("CGR w/o L_mle and L_rl", CGR, "beam", True, ("use_mle", "use_rl")),
     "no_chain_losses": ("CGR w/o L_D (L_reader + L_S only)", CGR, "beam", True, ("use_mle", "use_rl", "use_global")),
+    # the reader also trained to judge one chain's facts alone (model.chain_reading 1), as a
+    # chain's support asks it to (cgr/evaluation/support.py): measured by chain_support.py
+    "chain_reading": ("CGR + chain reading", CGR, "beam", True, ()),
 }  # fmt: skip
+ROW_ARGS = {"chain_reading": {"chain_reading": 1.0}}  # init arguments a row sets beside the losses
 CONFIGS = {"obqa": "configs/obqa_cgr_cpu.yaml", "arc_challenge": "configs/arc_challenge.yaml"}
 HISTORIC_LR = 5e-5
 PAPER_MARGIN = 1.6  # CGR 82.4 against DPR 80.8 on OBQA test, in points (the paper's Table 2)
@@ -118,6 +122,7 @@ def row_config(base: dict, row: str, seed: int, budget: argparse.Namespace) -> d
         if (settings := getattr(budget, "settings", "ours")) != "ours":
             authors = yaml.safe_load((ROOT / SETTINGS[settings]).read_text())["init_args"]
             init.update({k: authors[k] for k in AUTHORS_ARGS})
+    init.update(ROW_ARGS.get(row, {}))
     config["model"] = {"class_path": model_class, "init_args": init}
     if budget.dropout_seed is not None:  # a same-seed repeat: only the dropout draws differ
         config["trainer"]["callbacks"].append(

@@ -50,6 +50,14 @@ BOOTSTRAP = 1000
 # the readers support alone is set beside: benchmarks/cgr_ablations.py's one-epoch rows on the
 # budget of the dataset's chain-support checkpoints, every seed saved
 BESIDE = {"obqa": "q0-e1-l128-lr1e-4", "arc_challenge": "q3200-e1-l128"}
+# runs compared on the same questions: the reader trained to judge single chains
+# (model.chain_reading, benchmarks/cgr_ablations.py's chain_reading row) against CGR's
+PAIRED = (
+    (
+        "arc_challenge-cgr-q3200-e1-s1-open_book",
+        "arc_challenge-chain_reading-q3200-e1-s1-open_book",
+    ),
+)
 
 
 def auc(right: list[float], wrong: list[float]) -> float:
@@ -264,9 +272,11 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
     right, wrong, has_right, has_wrong = [], [], [], []
     support_right = support_answer = reader_right = 0
     gold_first: dict[str, list[bool]] = {o: [] for o in ORDERS}
+    per_question = []  # for pairing two runs on the same questions (paired_line)
     for i, (q, ex, sup, (_, scores)) in enumerate(zip(questions, examples, support, scored,
                                                       strict=True)):  # fmt: skip
         best = [max(s, default=0.0) for s in sup]
+        per_question.append([q.id, q.answer_index, [round(b, 5) for b in best]])
         for c, value in enumerate(best):
             chained = float(bool(ex.chains and ex.chains[c]))
             (right if c == q.answer_index else wrong).append(value)
@@ -295,7 +305,7 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
         **gold_reach(questions, examples, CANDIDATES),
         "support_only_accuracy": 100 * support_answer / n, "reader_accuracy": 100 * reader_right / n,
         "faithfulness": {} if orders_only else faithfulness(module, scored, rng),
-        "threshold": SUPPORTED,
+        "threshold": SUPPORTED, "best_support": per_question,
     }  # fmt: skip
     for key, values in roles.items():  # the AMR role signal, alone and as a check on support
         pairs = [(v, c == q.answer_index) for q, row in zip(questions, values, strict=True)
@@ -382,6 +392,9 @@ def table() -> None:
         print("Support-only accuracy beside the readers trained one epoch "
               f"(benchmarks/cgr_ablations.py, {' / '.join(BESIDE.values())}, dev %): "
               + "; ".join(beside))  # fmt: skip
+    for a, b in PAIRED:
+        if line := paired_line(a, b):
+            print(line)
     for path in runs:  # the --orders-only runs: the chain orders paired over the same questions
         r = load_result(path.stem)
         pairs = r.get("gold_first_paired") or {}
@@ -393,6 +406,38 @@ def table() -> None:
                   f"(support / supported_first / search) {shares} %, "
                   + "; ".join(f"{k} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]" for k, (d, lo, hi) in pairs.items())
                   + " points (paired, 95 %)" + reach_text(r))  # fmt: skip
+
+
+def paired_line(a: str, b: str) -> str | None:
+    """Run b against run a (saved results, the same questions): support AUC, and support as
+    the answer, b − a with paired 95 % intervals (AUC: a bootstrap over questions)."""
+    ra, rb = load_result(f"chain_support-{a}"), load_result(f"chain_support-{b}")
+    if not (ra and rb and "best_support" in ra and "best_support" in rb):
+        return None
+    qa = {qid: (answer, best) for qid, answer, best in ra["best_support"]}
+    both = [(qa[qid], (answer, best)) for qid, answer, best in rb["best_support"] if qid in qa]
+
+    def auc_of(rows) -> float:
+        pairs = [(v, c == answer) for answer, best in rows for c, v in enumerate(best)]
+        return auc([v for v, r in pairs if r], [v for v, r in pairs if not r])
+
+    rng = random.Random(SEED)
+    diffs = []
+    for _ in range(BOOTSTRAP):
+        draw = rng.choices(both, k=len(both))
+        diffs.append(auc_of([y for _, y in draw]) - auc_of([x for x, _ in draw]))
+    diffs.sort()
+    d_auc = auc_of([y for _, y in both]) - auc_of([x for x, _ in both])
+
+    def right(answer: int, best: list[float]) -> bool:
+        return max(range(len(best)), key=best.__getitem__) == answer
+
+    a_only = sum(right(*x) and not right(*y) for x, y in both)
+    b_only = sum(right(*y) and not right(*x) for x, y in both)
+    d, lo, hi = paired_interval(a_only, b_only, len(both))
+    return (f"{b} − {a} ({len(both)} paired questions): support AUC {d_auc:+.3f} "
+            f"[{diffs[int(0.025 * BOOTSTRAP)]:+.3f}, {diffs[int(0.975 * BOOTSTRAP)]:+.3f}] "
+            f"(bootstrap 95 %); support as the answer {d:+.1f} [{lo:+.1f}, {hi:+.1f}] points")  # fmt: skip
 
 
 def readers_line(dataset: str) -> str | None:

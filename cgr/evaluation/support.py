@@ -18,14 +18,11 @@ order and only reports the support.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import torch
 
 from cgr.chains.export import unseparated
 from cgr.data.records import Chain
-from cgr.reader.examples import ReaderExample
-from cgr.retrieval.base import RetrievedFact
+from cgr.reader.examples import ReaderExample, reading_only
 
 # the reader, reading only the chain, prefers its choice over all the others together (a rule,
 # not fitted: Youden's J on a training file gives 0.4 on the quickstart's and 0.48 on 400 OBQA
@@ -52,11 +49,9 @@ def chain_support(
     for e, ex in enumerate(examples):
         for c, chains in enumerate(ex.chains or []):
             for chain in chains[:candidates]:
-                facts = [RetrievedFact(fid, text, 1.0, 1, "chain")
-                         for fid, text in zip(chain.facts, chain.texts, strict=False)]  # fmt: skip
                 out[e][c].append(0.0)
-                if facts:  # a chain not tied to its pool's texts supports nothing
-                    virtual.append(replace(ex, facts=[facts] * len(ex.choices)))
+                if read := reading_only(ex, chain):  # a chain not tied to its pool supports nothing
+                    virtual.append(read)
                     where.append((e, c, len(out[e][c]) - 1))
     reader = getattr(reader, "reader", reader)
     for start in range(0, len(virtual), batch_size):

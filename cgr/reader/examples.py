@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cgr.data.records import Chain
 from cgr.retrieval.base import RetrievedFact
@@ -25,3 +25,12 @@ class ReaderExample:
     # per choice, the texts of Ê (the facts of its best `evidence_chains` chains), if chains ran
     chain_facts: list[list[str]] = field(default_factory=list)
     pool: list[list[RetrievedFact]] = field(default_factory=list)  # per choice, as retrieved
+
+
+def reading_only(example: ReaderExample, chain: Chain) -> ReaderExample | None:
+    """The example with one chain's facts, and nothing else, offered to every choice: what
+    the reader's support for a chain reads (cgr/evaluation/support.py) and what the chain
+    reading term trains it on. None for a chain not tied to its pool's texts."""
+    facts = [RetrievedFact(fid, text, 1.0, 1, "chain")
+             for fid, text in zip(chain.facts, chain.texts, strict=False)]  # fmt: skip
+    return replace(example, facts=[facts] * len(example.choices)) if facts else None

@@ -99,6 +99,7 @@ class CGRModule(ReaderModule):
         disable_dropout: bool = False,
         gradient_clipping: str = "each",
         adam_eps: float = 1e-8,
+        chain_reading: float = 0.0,
     ):
         if gradient_clipping not in GRADIENT_CLIPPING:
             raise ConfigError(
@@ -108,7 +109,9 @@ class CGRModule(ReaderModule):
         positive("model.similarity_scale", similarity_scale)
         if retriever_lr is not None:
             positive("model.retriever_lr", retriever_lr)
-        super().__init__(reader_model, max_length, lr, weight_decay, warmup_ratio, adam_eps)
+        super().__init__(
+            reader_model, max_length, lr, weight_decay, warmup_ratio, adam_eps, chain_reading
+        )
         self.save_hyperparameters()
         self.query_encoder = load_sentence_encoder(retriever_model)
         self.query_encoder.max_seq_length = query_max_length
@@ -292,6 +295,8 @@ class CGRModule(ReaderModule):
         reader = self.reader_loss(logits, labels)
         rewards = (logits.argmax(-1) == labels).float()
         terms = {"reader": reader}
+        if (reading := self.chain_reading_loss(batch)) is not None:
+            terms["chain_reading"] = reading
         hp = self.hparams
         inputs = self.chain_inputs(batch)
         index, vectors = self.fact_vectors(inputs.fact_texts)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytorch_lightning as pl
 import torch
 from torch.nn import functional as F
@@ -9,7 +11,7 @@ from torchmetrics import MeanMetric
 from transformers import get_linear_schedule_with_warmup
 
 from cgr.errors import ConfigError
-from cgr.reader.examples import ReaderExample
+from cgr.reader.examples import ReaderExample, reading_only
 from cgr.reader.model import MultipleChoiceReader
 from cgr.validation import at_least, positive
 
@@ -29,7 +31,11 @@ def fused_adamw_fits(precision: str, strategy: object, devices: set[str]) -> boo
 class ReaderModule(pl.LightningModule):
     """Args: reader_model (packaged short name, path or hub name), max_length, and AdamW settings
     (the paper: lr 9e-6 / 1e-5, weight decay 0.1, warm-up 6 %; the authors' code: eps 1e-6,
-    torch's default 1e-8 here, see configs/model/cgr_minilm_authors.yaml)."""
+    torch's default 1e-8 here, see configs/model/cgr_minilm_authors.yaml).
+    chain_reading: the weight of a second cross-entropy term (0: off, the paper's reader reads
+    only its evidence) in which, per question, one chain drawn from every choice's first
+    support.CANDIDATES chains is offered alone to every choice, as a chain's support reads it:
+    the reader learns to judge one chain's facts, which it is asked to do at prediction."""
 
     flops_per_batch = None  # ThroughputMonitor: no FLOP count (questions/s is what we compare)
 
@@ -41,6 +47,7 @@ class ReaderModule(pl.LightningModule):
         weight_decay: float = 0.1,
         warmup_ratio: float = 0.06,
         adam_eps: float = 1e-8,
+        chain_reading: float = 0.0,
     ):
         super().__init__()
         at_least("model.max_length", max_length, 32)  # question, choice and one fact must fit
@@ -49,6 +56,7 @@ class ReaderModule(pl.LightningModule):
         if not 0 <= warmup_ratio < 1:
             raise ConfigError(f"model.warmup_ratio must be in [0, 1), not {warmup_ratio!r}")
         positive("model.adam_eps", adam_eps)
+        at_least("model.chain_reading", chain_reading, 0)
         self.save_hyperparameters()
         self.reader = MultipleChoiceReader(reader_model, max_length)
         # torchmetrics: the epoch value is the exact share of questions right, synced under DDP
@@ -80,7 +88,34 @@ class ReaderModule(pl.LightningModule):
         return loss
 
     def training_step(self, batch, batch_idx):
-        return self._labelled_step(batch, "train")
+        loss = self._labelled_step(batch, "train")
+        if (reading := self.chain_reading_loss(batch)) is None:
+            return loss
+        self.log("train/loss_chain_reading", reading, batch_size=len(batch), on_step=True,
+                 on_epoch=True)  # fmt: skip
+        return loss + reading
+
+    def chain_reading_loss(self, batch: list[ReaderExample]) -> torch.Tensor | None:
+        """The chain reading term (see the class docstring), weighted; None when
+        off or when no question of the batch has a chain. The draw is seeded by epoch and
+        question, so a resumed or repeated run reads the same chains."""
+        from cgr.evaluation.support import CANDIDATES
+
+        if not self.hparams.chain_reading:
+            return None
+        virtual, labels = [], []
+        for ex in batch:
+            picks = [chain for chains in ex.chains or [] for chain in chains[:CANDIDATES]]
+            if picks and ex.answer_index is not None:
+                chain = random.Random(f"{self.current_epoch}:{ex.question_id}").choice(picks)
+                if read := reading_only(ex, chain):
+                    virtual.append(read)
+                    labels.append(ex.answer_index)
+        if not virtual:
+            return None
+        logits = self(virtual)
+        labels = torch.tensor(labels, device=self.device)
+        return self.hparams.chain_reading * F.cross_entropy(logits.float(), labels)
 
     def validation_step(self, batch, batch_idx):
         self._labelled_step(batch, "val")
