@@ -272,11 +272,11 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
     right, wrong, has_right, has_wrong = [], [], [], []
     support_right = support_answer = reader_right = 0
     gold_first: dict[str, list[bool]] = {o: [] for o in ORDERS}
-    per_question = []  # for pairing two runs on the same questions (paired_line)
+    per_question = []  # every chain's support, to pair two runs on the same questions
     for i, (q, ex, sup, (_, scores)) in enumerate(zip(questions, examples, support, scored,
                                                       strict=True)):  # fmt: skip
         best = [max(s, default=0.0) for s in sup]
-        per_question.append([q.id, q.answer_index, [round(b, 5) for b in best]])
+        per_question.append([q.id, q.answer_index, [[round(v, 5) for v in s] for s in sup]])
         for c, value in enumerate(best):
             chained = float(bool(ex.chains and ex.chains[c]))
             (right if c == q.answer_index else wrong).append(value)
@@ -305,7 +305,7 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
         **gold_reach(questions, examples, CANDIDATES),
         "support_only_accuracy": 100 * support_answer / n, "reader_accuracy": 100 * reader_right / n,
         "faithfulness": {} if orders_only else faithfulness(module, scored, rng),
-        "threshold": SUPPORTED, "best_support": per_question,
+        "threshold": SUPPORTED, "chain_support": per_question,
     }  # fmt: skip
     for key, values in roles.items():  # the AMR role signal, alone and as a check on support
         pairs = [(v, c == q.answer_index) for q, row in zip(questions, values, strict=True)
@@ -412,10 +412,15 @@ def paired_line(a: str, b: str) -> str | None:
     """Run b against run a (saved results, the same questions): support AUC, and support as
     the answer, b − a with paired 95 % intervals (AUC: a bootstrap over questions)."""
     ra, rb = load_result(f"chain_support-{a}"), load_result(f"chain_support-{b}")
-    if not (ra and rb and "best_support" in ra and "best_support" in rb):
+    if not (ra and rb and "chain_support" in ra and "chain_support" in rb):
         return None
-    qa = {qid: (answer, best) for qid, answer, best in ra["best_support"]}
-    both = [(qa[qid], (answer, best)) for qid, answer, best in rb["best_support"] if qid in qa]
+
+    def best(run: dict) -> dict[str, tuple[int, list[float]]]:
+        return {qid: (answer, [max(s, default=0.0) for s in sup])
+                for qid, answer, sup in run["chain_support"]}  # fmt: skip
+
+    qa, qb = best(ra), best(rb)
+    both = [(qa[qid], qb[qid]) for qid in qb if qid in qa]
 
     def auc_of(rows) -> float:
         pairs = [(v, c == answer) for answer, best in rows for c, v in enumerate(best)]

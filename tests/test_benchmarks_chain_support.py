@@ -77,10 +77,10 @@ def test_two_runs_are_paired_on_their_common_questions(tmp_path, monkeypatch):
     for module in (common, chain_support):
         monkeypatch.setattr(module, "RESULTS", tmp_path)
     # run b ranks the answer first on every question (AUC 1), run a on none (AUC 0.5); q9: b only
-    a = [[f"q{i}", 0, [0.2, 0.5, 0.1]] for i in range(8)]
-    b = [[f"q{i}", 0, [0.9, 0.1, 0.1]] for i in range(8)] + [["q9", 1, [0.9, 0.1, 0.1]]]
-    common.save_result("chain_support-a", {"best_support": a})
-    common.save_result("chain_support-b", {"best_support": b})
+    a = [[f"q{i}", 0, [[0.2, 0.1], [0.5], []]] for i in range(8)]  # every chain's support
+    b = [[f"q{i}", 0, [[0.9], [0.1], [0.1]]] for i in range(8)] + [["q9", 1, [[0.9], [], []]]]
+    common.save_result("chain_support-a", {"chain_support": a})
+    common.save_result("chain_support-b", {"chain_support": b})
     line = chain_support.paired_line("a", "b")
     assert line.startswith("b − a (8 paired questions): support AUC +0.500 [+0.500, +0.500]")
     assert "support as the answer +100.0 [+100.0, +100.0] points" in line
