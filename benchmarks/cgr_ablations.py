@@ -88,9 +88,10 @@ PAIRS = (
     ("no_chain_losses", "cgr", LOSS_MARGIN, "on OBQA dev, four runs"),
     ("iterative", "chains", None, ""),
     ("chains", "cgr", None, ""),
+    ("cgr", "chain_reading", None, ""),
 )
 SHORT = {"iterative": "iterative", "cgr": "CGR", "no_chain_losses": "CGR w/o L_D",
-         "chains": "chains-only"}  # fmt: skip
+         "chains": "chains-only", "chain_reading": "CGR + chain reading"}  # fmt: skip
 # the reader's default rate by reader (configs/model/reader_*.yaml); --lr overrides it
 READER_LR = {"mpnet": 5e-5}
 READER_ARGS = ("reader_model", "max_length", "lr", "weight_decay", "warmup_ratio")
