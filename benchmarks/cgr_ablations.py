@@ -350,12 +350,18 @@ def main() -> None:
             )
         print()
         mechanism.print_rows(base_vs_trained)
-    for (a, b, margin, _), seed in itertools.product(PAIRS, args.seeds):
+    pairs = [pair for pair in PAIRS if set(pair[:2]) <= set(args.rows)]  # the table's rows
+    for (a, b, margin, _), seed in itertools.product(pairs, args.seeds):
         if args.brief and len(args.seeds) > 1:  # the pooled lines below say it
             continue
         if paired := saved_pairing(base, args.dataset, seed, budget, (a, b)):
             names = {a: SHORT[a], b: SHORT[b]}
-            print(f"seed {seed}, paired on dev questions: {names[a]} right where {names[b]} is "
+            questions = paired.get("questions") or dev_questions(args.dataset, a, seed, budget)
+            diff = ""
+            if questions:
+                d, lo, hi = paired_interval(paired["a_only"], paired["b_only"], questions)
+                diff = f"{names[b]} - {names[a]} {d:+.1f} [{lo:+.1f}, {hi:+.1f}] points; "
+            print(f"seed {seed}, paired on dev questions: {diff}{names[a]} right where {names[b]} is "
                   f"wrong {paired['a_only']}, {names[b]} right where {names[a]} is wrong "
                   f"{paired['b_only']}; exact McNemar p = {paired['p']:.2f}")  # fmt: skip
             cells = {(True, True): "both", (True, False): f"{names[a]} only",
@@ -364,13 +370,12 @@ def main() -> None:
             print(f"  by who read the gold fact (questions: right with {names[a]} / {names[b]}): " + ", ".join(
                 f"{label} {c[0]}: {c[1]} / {c[2]}" for key, label in cells.items()
                 if (c := by_gold.get(key))))  # fmt: skip
-            questions = dev_questions(args.dataset, a, seed, budget)
             if margin is not None and questions:
                 discordant = paired["a_only"] + paired["b_only"]
                 print(f"  seeds to detect the paper's +{margin} (80 % power, p < 0.05, pairings "
                       f"pooled over seeds, each with this seed's {discordant} questions in "
                       f"disagreement): {seeds_needed(discordant, margin, questions)}")  # fmt: skip
-    for a, b, margin, _ in PAIRS:
+    for a, b, margin, _ in pairs:
         if line := pooled_line(base, args.dataset, args.seeds, budget, (a, b), margin):
             print(line)
         if ROWS[b][1] == CGR and (line := placebo_line(args.dataset, args.seeds, budget, (a, b))):
@@ -385,7 +390,8 @@ def pooled_line(
     paired 95 % interval, and whether the paper's margin lies inside it."""
     a, b = rows
     found = [(s, p) for s in seeds if (p := saved_pairing(base, dataset, s, budget, rows))]
-    counted = [(p, n) for s, p in found if (n := dev_questions(dataset, a, s, budget))]
+    counted = [(p, n) for s, p in found
+               if (n := p.get("questions") or dev_questions(dataset, a, s, budget))]  # fmt: skip
     if len(counted) < 2:  # one seed's pairing is printed above
         return None
     a_only = sum(p["a_only"] for p, _ in counted)
@@ -441,7 +447,9 @@ def seeds_needed(
 
 
 def dev_questions(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> int | None:
-    """The dev questions a saved run was scored on (None for runs saved without the count)."""
+    """The dev questions a saved run was scored on (None for runs saved without the count):
+    pairings saved before they kept their own count. Every question of OBQA dev has a gold
+    fact; on ARC only those with one are counted here, so an ARC pairing needs its own."""
     run = load_result(tag(dataset, row, seed, budget)) or {}
     if run.get("n_gold_read") is None:
         return None

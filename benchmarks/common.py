@@ -171,7 +171,8 @@ def keep_answers(config: dict, name: str) -> None:
 
 def paired_counts(config: dict, name_a: str, name_b: str) -> dict | None:
     """Two finished runs' dev answers compared question by question: `a_only` / `b_only`
-    (right in one run, wrong in the other), the exact two-sided McNemar `p`, and `by_gold`:
+    (right in one run, wrong in the other) of the `questions` both answered, the exact
+    two-sided McNemar `p`, and `by_gold`:
     for (a read the gold fact, b read it), [questions, right in a, right in b]. Seeds of one row
     spread by several points, so a paired count says more than the means; None where a run's
     answers are neither here nor saved."""
@@ -179,7 +180,8 @@ def paired_counts(config: dict, name_a: str, name_b: str) -> dict | None:
     if None in runs:
         return None
     by_gold, a_only, b_only = {}, 0, 0
-    for q in runs[0].keys() & runs[1].keys():
+    shared = runs[0].keys() & runs[1].keys()
+    for q in shared:
         (a, a_read), (b, b_read) = runs[0][q], runs[1][q]
         a_only, b_only = a_only + (a and not b), b_only + (b and not a)
         if a_read is not None and b_read is not None:
@@ -187,7 +189,8 @@ def paired_counts(config: dict, name_a: str, name_b: str) -> dict | None:
             by_gold[key] = [
                 sum(x) for x in zip(by_gold.get(key, [0, 0, 0]), (1, a, b), strict=True)
             ]
-    return {"a_only": a_only, "b_only": b_only, "p": mcnemar_p(a_only, b_only), "by_gold": by_gold}
+    return {"a_only": a_only, "b_only": b_only, "p": mcnemar_p(a_only, b_only),
+            "by_gold": by_gold, "questions": len(shared)}  # fmt: skip
 
 
 def mcnemar_p(a_only: int, b_only: int) -> float:

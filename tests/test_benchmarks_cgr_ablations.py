@@ -14,7 +14,7 @@ BUDGET = argparse.Namespace(train_questions=0, epochs=2, max_length=128, lr="1e-
 def test_each_pair_is_counted_once_and_saved_under_its_own_name(monkeypatch):
     runs = {
         ablations.tag("obqa", row, 1, BUDGET)
-        for row in ("iterative", "chains", "cgr", "no_chain_losses")
+        for row in ("iterative", "chains", "cgr", "no_chain_losses", "chain_reading")
     }
     saved, counted = {}, []
     monkeypatch.setattr(
@@ -41,12 +41,13 @@ def test_each_pair_is_counted_once_and_saved_under_its_own_name(monkeypatch):
             f"cgr_ablations_paired-{cgr}",
             f"cgr_ablations_paired-{cgr}-vs-chains",
             f"cgr_ablations_paired-{cgr}-vs-no_chain_losses",
+            f"cgr_ablations_paired-{ablations.tag('obqa', 'chain_reading', 1, BUDGET)}-vs-cgr",
         ]
     )
     assert saved[f"cgr_ablations_paired-{cgr}-vs-no_chain_losses"]["a"].endswith(
         "no_chain_losses-q0-e2-l128-lr1e-4-clipeach-s1"
     )
-    assert len(counted) == 4  # the second call of each pair reads the saved one
+    assert len(counted) == len(ablations.PAIRS)  # the second call of each pair reads the saved one
     # a pair with a run not saved yet has no pairing
     assert ablations.saved_pairing({}, "obqa", 2, BUDGET, ("no_chain_losses", "cgr")) is None
 

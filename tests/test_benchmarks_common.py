@@ -76,7 +76,7 @@ def test_runs_pair_from_their_kept_answers_once_their_predictions_are_gone(monke
     predictions("a", [True, True, False], "Plants need light")
     predictions("b", [False, True, True], "rocks are hard")
     counted = common.paired_counts({}, "a", "b")
-    assert (counted["a_only"], counted["b_only"]) == (1, 1)
+    assert (counted["a_only"], counted["b_only"], counted["questions"]) == (1, 1, 3)
     assert counted["by_gold"] == {(True, False): [1, 1, 0]}  # q1: only a read its gold fact
     assert common.paired_counts({}, "a", "c") is None  # c: neither predictions nor answers
 
