@@ -22,14 +22,16 @@ import torch
 
 from cgr.chains.export import unseparated
 from cgr.data.records import Chain
-from cgr.reader.examples import ReaderExample, reading_only
+from cgr.reader.examples import SCORED_CHAINS, ReaderExample, reading_only
 
 # the reader, reading only the chain, prefers its choice over all the others together (a rule,
 # not fitted: Youden's J on a training file gives 0.4 on the quickstart's and 0.48 on 400 OBQA
 # train questions with a one-epoch checkpoint, benchmarks/chain_verifier.py; 0.30 on 300 ARC
 # train questions with a one-epoch CGR checkpoint whose probabilities are near uniform)
 SUPPORTED = 0.5
-CANDIDATES = 10  # chains per choice scored (the search's best): the ranking reorders these
+CANDIDATES = (
+    SCORED_CHAINS  # chains per choice scored (the search's best): the ranking reorders these
+)
 ORDERS = ("support", "supported_first", "search")
 # which chain is shown first. On OBQA dev (a one-epoch checkpoint, open-book search order;
 # benchmarks/chain_support.py --orders-only) the gold fact is on the first chain for 44.0 %

@@ -27,6 +27,11 @@ class ReaderExample:
     pool: list[list[RetrievedFact]] = field(default_factory=list)  # per choice, as retrieved
 
 
+# chains per choice a chain's support is computed for (the search's best; support ranks these)
+# and the chain reading term draws from
+SCORED_CHAINS = 10
+
+
 def reading_only(example: ReaderExample, chain: Chain) -> ReaderExample | None:
     """The example with one chain's facts, and nothing else, offered to every choice: what
     the reader's support for a chain reads (cgr/evaluation/support.py) and what the chain

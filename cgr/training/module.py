@@ -11,7 +11,7 @@ from torchmetrics import MeanMetric
 from transformers import get_linear_schedule_with_warmup
 
 from cgr.errors import ConfigError
-from cgr.reader.examples import ReaderExample, reading_only
+from cgr.reader.examples import SCORED_CHAINS, ReaderExample, reading_only
 from cgr.reader.model import MultipleChoiceReader
 from cgr.validation import at_least, positive
 
@@ -34,7 +34,7 @@ class ReaderModule(pl.LightningModule):
     torch's default 1e-8 here, see configs/model/cgr_minilm_authors.yaml).
     chain_reading: the weight of a second cross-entropy term (0: off, the paper's reader reads
     only its evidence) in which, per question, one chain drawn from every choice's first
-    support.CANDIDATES chains is offered alone to every choice, as a chain's support reads it:
+    SCORED_CHAINS chains is offered alone to every choice, as a chain's support reads it:
     the reader learns to judge one chain's facts, which it is asked to do at prediction."""
 
     flops_per_batch = None  # ThroughputMonitor: no FLOP count (questions/s is what we compare)
@@ -99,13 +99,11 @@ class ReaderModule(pl.LightningModule):
         """The chain reading term (see the class docstring), weighted; None when
         off or when no question of the batch has a chain. The draw is seeded by epoch and
         question, so a resumed or repeated run reads the same chains."""
-        from cgr.evaluation.support import CANDIDATES
-
         if not self.hparams.chain_reading:
             return None
         virtual, labels = [], []
         for ex in batch:
-            picks = [chain for chains in ex.chains or [] for chain in chains[:CANDIDATES]]
+            picks = [chain for chains in ex.chains or [] for chain in chains[:SCORED_CHAINS]]
             if picks and ex.answer_index is not None:
                 chain = random.Random(f"{self.current_epoch}:{ex.question_id}").choice(picks)
                 if read := reading_only(ex, chain):
