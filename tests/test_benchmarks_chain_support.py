@@ -86,3 +86,14 @@ def test_two_runs_are_paired_on_their_common_questions(tmp_path, monkeypatch):
     assert "support as the answer +100.0 [+100.0, +100.0] points" in line
     common.save_result("chain_support-c", {"support_auc": 0.6})  # saved before the per-question
     assert chain_support.paired_line("a", "c") is None  # values: nothing to pair
+
+
+def test_auc_by_ranks_equals_the_pairwise_count():
+    import random
+
+    rng = random.Random(1)
+    for _ in range(100):
+        right = [rng.choice([0.0, 0.2, 0.5, rng.random()]) for _ in range(rng.randint(1, 9))]
+        wrong = [rng.choice([0.0, 0.2, 0.5, rng.random()]) for _ in range(rng.randint(1, 9))]
+        pairwise = sum((r > w) + 0.5 * (r == w) for r in right for w in wrong)
+        assert auc(right, wrong) == pytest.approx(pairwise / (len(right) * len(wrong)))
