@@ -356,7 +356,7 @@ def main() -> None:
             continue
         if paired := saved_pairing(base, args.dataset, seed, budget, (a, b)):
             names = {a: SHORT[a], b: SHORT[b]}
-            questions = paired.get("questions") or dev_questions(args.dataset, a, seed, budget)
+            questions = pairing_questions(paired, args.dataset, a, seed, budget)
             diff = ""
             if questions:
                 d, lo, hi = paired_interval(paired["a_only"], paired["b_only"], questions)
@@ -390,8 +390,7 @@ def pooled_line(
     paired 95 % interval, and whether the paper's margin lies inside it."""
     a, b = rows
     found = [(s, p) for s in seeds if (p := saved_pairing(base, dataset, s, budget, rows))]
-    counted = [(p, n) for s, p in found
-               if (n := p.get("questions") or dev_questions(dataset, a, s, budget))]  # fmt: skip
+    counted = [(p, n) for s, p in found if (n := pairing_questions(p, dataset, a, s, budget))]
     if len(counted) < 2:  # one seed's pairing is printed above
         return None
     a_only = sum(p["a_only"] for p, _ in counted)
@@ -446,10 +445,15 @@ def seeds_needed(
     return math.ceil(z * z * discordant / (net * net))
 
 
-def dev_questions(dataset: str, row: str, seed: int, budget: argparse.Namespace) -> int | None:
-    """The dev questions a saved run was scored on (None for runs saved without the count):
-    pairings saved before they kept their own count. Every question of OBQA dev has a gold
-    fact; on ARC only those with one are counted here, so an ARC pairing needs its own."""
+def pairing_questions(
+    paired: dict, dataset: str, row: str, seed: int, budget: argparse.Namespace
+) -> int | None:
+    """The questions a pairing counted: its own count, or for pairings saved before they kept
+    one, the dev questions row a's saved run was scored on (None for runs saved without the
+    count). Every question of OBQA dev has a gold fact; on ARC only those with one are counted
+    in a run's result, so an ARC pairing needs its own count."""
+    if paired.get("questions"):
+        return paired["questions"]
     run = load_result(tag(dataset, row, seed, budget)) or {}
     if run.get("n_gold_read") is None:
         return None
@@ -551,7 +555,7 @@ def print_switch_table(
         diff, low, high = paired_interval(
             paired["a_only"],
             paired["b_only"],
-            dev_questions(dataset, row, seed, budgets[0]) or questions,
+            pairing_questions(paired, dataset, row, seed, budgets[0]) or questions,
         )
         table.append([ROWS[row][0], budgets[0].settings, seed,
                       f"{100 * a:.1f} → {100 * b:.1f}", f"{diff:+.1f} [{low:+.1f}, {high:+.1f}]",

@@ -434,7 +434,7 @@ def paired_line(a: str, b: str) -> str | None:
     both = [(qa[qid], qb[qid]) for qid in qb if qid in qa]
 
     def auc_of(rows) -> float:
-        pairs = [(v, c == answer) for answer, best in rows for c, v in enumerate(best)]
+        pairs = [(v, c == answer) for answer, scores in rows for c, v in enumerate(scores)]
         return auc([v for v, r in pairs if r], [v for v, r in pairs if not r])
 
     rng = random.Random(SEED)
@@ -445,8 +445,8 @@ def paired_line(a: str, b: str) -> str | None:
     diffs.sort()
     d_auc = auc_of([y for _, y in both]) - auc_of([x for x, _ in both])
 
-    def right(answer: int, best: list[float]) -> bool:
-        return max(range(len(best)), key=best.__getitem__) == answer
+    def right(answer: int, scores: list[float]) -> bool:
+        return max(range(len(scores)), key=scores.__getitem__) == answer
 
     a_only = sum(right(*x) and not right(*y) for x, y in both)
     b_only = sum(right(*y) and not right(*x) for x, y in both)

@@ -29,9 +29,8 @@ from cgr.reader.examples import SCORED_CHAINS, ReaderExample, reading_only
 # train questions with a one-epoch checkpoint, benchmarks/chain_verifier.py; 0.30 on 300 ARC
 # train questions with a one-epoch CGR checkpoint whose probabilities are near uniform)
 SUPPORTED = 0.5
-CANDIDATES = (
-    SCORED_CHAINS  # chains per choice scored (the search's best): the ranking reorders these
-)
+# chains per choice scored (the search's best): the ranking reorders these
+CANDIDATES = SCORED_CHAINS
 ORDERS = ("support", "supported_first", "search")
 # which chain is shown first. On OBQA dev (a one-epoch checkpoint, open-book search order;
 # benchmarks/chain_support.py --orders-only) the gold fact is on the first chain for 44.0 %
