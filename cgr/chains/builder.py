@@ -8,13 +8,15 @@ import logging
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from cgr.amr.parsers import AMRConfig, CachedParser
 from cgr.chains.concepts import AMRConcepts, amr_concepts
-from cgr.chains.graph import build_semantic_graph, question_concepts
+from cgr.chains.graph import build_semantic_graph, link_similar, question_concepts
 from cgr.chains.search import ChainSearchConfig, chain_evidence, find_chains
 from cgr.errors import ConfigError
 from cgr.reader.examples import ReaderExample
@@ -76,6 +78,12 @@ class ChainConfig:
     # relevant pool facts (the reader's order); Ê still comes from all chains. Why: wrong answers
     # find chains through weak facts as often as right ones (README: chains); 0 is the paper
     explain_top_facts: int = 0
+    # a number in (0, 1]: a fact also reaches a question or answer node through a concept of
+    # its own whose base-encoder cosine with the node's is at least this ("increase" for
+    # "enhance", "illness" for "disease"); facts still link to each other by equal concepts.
+    # None: equal concepts only (the paper). Why: OBQA's gold fact is in the answer's pool for
+    # 90 % of dev questions but on none of its chains for a third of those (docs/chains.md)
+    link_similarity: float | None = None
     # processes for the concepts and the chain search (None: every core this process may use;
     # 1: this process); the chains do not depend on it
     workers: int | None = None
@@ -99,6 +107,10 @@ class ChainConfig:
                 f"data.chains.book must be a list of files or null, not {self.book!r}"
             )
         positive("data.chains.max_link_share", self.max_link_share)
+        if self.link_similarity is not None and not 0.0 < self.link_similarity <= 1.0:
+            raise ConfigError(
+                f"data.chains.link_similarity must be in (0, 1] or null, not {self.link_similarity!r}"
+            )
         if self.max_link_share > 1.0:
             raise ConfigError(
                 f"data.chains.max_link_share must be <= 1, not {self.max_link_share!r}"
@@ -127,12 +139,19 @@ class ChainBuilder:
     keeps its own per-hypothesis time budget)."""
 
     def __init__(
-        self, cfg: ChainConfig, progress: bool = True, open_book: frozenset[str] = frozenset()
+        self,
+        cfg: ChainConfig,
+        progress: bool = True,
+        open_book: frozenset[str] = frozenset(),
+        encode: Callable[[list[str]], np.ndarray] | None = None,
     ):
         """`open_book`: the open book's facts as `text_key`s, for `chain_order: open_book` (a
         pool fact's `source` names only the corpus that scored it first, and the science corpus
-        holds some open-book sentences too)."""
-        self.cfg, self.progress, self.open_book = cfg, progress, open_book
+        holds some open-book sentences too). `encode`: texts -> unit vectors (the base
+        encoder), needed by `link_similarity`."""
+        if cfg.link_similarity is not None and encode is None:
+            raise ConfigError("data.chains.link_similarity needs an encoder for the concepts")
+        self.cfg, self.progress, self.open_book, self.encode = cfg, progress, open_book, encode
         self.parser = CachedParser(cfg.amr, progress=progress, workers=self.workers)
         self.search = ChainSearchConfig(
             cfg.max_facts,
@@ -166,11 +185,16 @@ class ChainBuilder:
         keys = relevance or [None] * len(examples)
         workers = min(self.workers, max(1, len(examples) // MIN_SHARE))
         shares = [list(range(len(examples)))[w::workers] for w in range(workers)]
-        jobs = [
-            (self.cfg, self.search, [(examples[i], keys[i]) for i in share], self.open_book,
-             {s: graphs[s] for i in share for s in _sentences(examples[i])})
-            for share in shares
-        ]  # fmt: skip
+        of, vectors = {}, {}
+        if self.cfg.link_similarity is not None:
+            of, vectors = self._concept_vectors(graphs)
+        jobs = []
+        for share in shares:
+            mine = {s: graphs[s] for i in share for s in _sentences(examples[i])}
+            # the concept vectors this share needs (what a worker is sent)
+            needed = {c: vectors[c] for s in mine for c in of.get(s, ())}
+            jobs.append((self.cfg, self.search, [(examples[i], keys[i]) for i in share],
+                         self.open_book, mine, needed))  # fmt: skip
         bar = tqdm(total=len(examples), desc="searching chains", unit="q",
                    disable=not self.progress)  # fmt: skip
         if workers == 1:
@@ -190,6 +214,15 @@ class ChainBuilder:
             self.search_seconds.extend(seconds)
         log.info("chains: %s", dict(self.counters))
 
+    def _concept_vectors(
+        self, graphs: dict[str, str | None]
+    ) -> tuple[dict[str, set[str]], dict[str, np.ndarray]]:
+        """Every concept of these sentences encoded once (`link_similarity`): sentence -> its
+        concepts (which vectors a share of the questions needs), concept -> unit vector."""
+        of = {s: _concepts_of(self.cfg, g).concepts for s, g in graphs.items()}
+        found = sorted({c for cs in of.values() for c in cs})
+        return of, dict(zip(found, self.encode(found), strict=True)) if found else {}
+
 
 # questions per worker below which the search stays in this process: starting a worker (~1 s)
 # costs more than searching a hundred questions (~0.1 s on the quickstart)
@@ -200,28 +233,31 @@ def _sentences(ex: ReaderExample) -> set[str]:
     return set(ex.hypotheses) | {f.text for pool in ex.pool for f in pool}
 
 
+def _concepts_of(cfg: ChainConfig, graph: str | None) -> AMRConcepts:
+    return amr_concepts(
+        graph, cfg.merge_roots, cfg.stem_concepts, cfg.replace_attributed, cfg.merge_noun_roots
+    )
+
+
 def search_share(
     cfg: ChainConfig,
     search: ChainSearchConfig,
     items: list[tuple[ReaderExample, list[dict[str, float]] | None]],
     open_book: frozenset[str],
     graphs: dict[str, str | None],
+    vectors: dict[str, np.ndarray] | None = None,
 ) -> tuple[list[tuple[list, list]], Counter, list[float]]:
     """AMR concepts and chain search for a share of the questions (in a worker process or not):
-    per question (its chains per choice, its Ê per choice), the counters and search seconds."""
-    concepts = {
-        s: amr_concepts(
-            g, cfg.merge_roots, cfg.stem_concepts, cfg.replace_attributed, cfg.merge_noun_roots
-        )
-        for s, g in graphs.items()
-    }
+    per question (its chains per choice, its Ê per choice), the counters and search seconds.
+    `vectors`: unit vectors by concept, for `link_similarity`."""
+    concepts = {s: _concepts_of(cfg, g) for s, g in graphs.items()}
     counters: Counter[str] = Counter()
     seconds: list[float] = []
     counters["facts_without_concepts"] += sum(
         not concepts[f.text].concepts for ex, _ in items for pool in ex.pool for f in pool
     )
     found = [
-        _search_one(ex, concepts, relevance, cfg, search, counters, seconds, open_book)
+        _search_one(ex, concepts, relevance, cfg, search, counters, seconds, open_book, vectors)
         for ex, relevance in items
     ]
     return found, counters, seconds
@@ -236,6 +272,7 @@ def _search_one(
     counters: Counter,
     seconds: list[float],
     open_book: frozenset[str] = frozenset(),
+    vectors: dict[str, np.ndarray] | None = None,
 ) -> tuple[list, list]:
     hyps = [concepts[h] for h in ex.hypotheses]
     q_nodes = question_concepts(hyps)
@@ -244,6 +281,8 @@ def _search_one(
         start = time.perf_counter()
         facts = {f.fact_id: concepts[f.text] for f in pool}
         graph = build_semantic_graph(hyp, q_nodes, facts)
+        if cfg.link_similarity is not None:
+            counters["similar_links"] += link_similar(graph, vectors or {}, cfg.link_similarity)
         if not graph.answer_nodes:
             counters["hypotheses_without_answer_nodes"] += 1
         ranking = {f.fact_id: f.score for f in pool}

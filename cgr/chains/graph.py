@@ -8,9 +8,11 @@ concept merge across AMRs, and each node and edge remembers the facts it came fr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import networkx as nx
+import numpy as np
 
 from cgr.chains.concepts import AMRConcepts
 
@@ -65,3 +67,29 @@ def build_semantic_graph(
                 else:
                     graph.add_edge(a, b, facts={fid})
     return SemanticGraph(graph, q_nodes, a_nodes, set(hypothesis.concepts), fact_concepts)
+
+
+def link_similar(graph: SemanticGraph, vectors: Mapping[str, np.ndarray], threshold: float) -> int:
+    """Lets a fact reach a question or answer node through a concept of its own that only means
+    the same: a fact concept outside the hypothesis whose vector's cosine with the node's is at
+    least `threshold` ("increase" for the hypothesis' "enhance") adds the node to the fact, so a
+    chain can start or end there. Facts still link to facts by equal concepts only (the paper),
+    so the search stays as bounded as before. `vectors`: unit vectors by concept. Returns the
+    links added."""
+    nodes = sorted(n for n in graph.question_nodes | graph.answer_nodes if n in vectors)
+    if not nodes:
+        return 0
+    node_matrix = np.stack([vectors[n] for n in nodes])
+    added = 0
+    for fid in sorted(graph.fact_concepts):
+        own = graph.fact_concepts[fid]
+        others = sorted(c for c in own - graph.hypothesis_nodes if c in vectors)
+        if not others:
+            continue
+        close = (np.stack([vectors[c] for c in others]) @ node_matrix.T >= threshold).any(axis=0)
+        for node, hit in zip(nodes, close, strict=True):
+            if hit and node not in own:
+                own.add(node)
+                graph.graph.nodes[node]["facts"].add(fid)
+                added += 1
+    return added

@@ -117,8 +117,9 @@ class EvidencePipeline:
         `search_chains=False`: the examples already hold their chains (read from a cache)."""
         if self.chains.enabled and search_chains:
             if self._chain_builder is None:
+                encode = self._base().encode if self.chains.link_similarity is not None else None
                 self._chain_builder = ChainBuilder(
-                    self.chains, progress=self.progress, open_book=self._chain_book_keys()
+                    self.chains, self.progress, self._chain_book_keys(), encode
                 )
             self._chain_builder.attach(examples, self._explain_relevance(examples))
         elif not self.chains.enabled:

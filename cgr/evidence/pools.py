@@ -144,6 +144,8 @@ def chain_cache_path(
     settings["amr"] = {k: v for k, v in settings["amr"].items() if k not in {"cache", "batch_size"}}
     if not settings["explain_top_facts"]:  # added later: off keeps the keys of caches before it
         del settings["explain_top_facts"]
+    if settings["link_similarity"] is None:  # added later: off keeps the earlier keys
+        del settings["link_similarity"]
     del settings["workers"]  # how many processes searched does not change the chains
     settings["search_version"] = CHAIN_SEARCH_VERSION
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]

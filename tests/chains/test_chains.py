@@ -423,3 +423,84 @@ def test_default_chains_never_link_through_a_predicate_root(tmp_path):
     for chain in chains:
         for i, text in enumerate(chain.texts):
             assert roots[text] not in (chain.links[i], chain.links[i + 1]), (chain, text)
+
+
+# --- similar links (data.chains.link_similarity, a package switch) -------------------------------
+
+
+def _unit(*xs):
+    import numpy as np
+
+    v = np.array(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_a_fact_reaches_a_hypothesis_node_through_a_similar_concept_only_above_the_threshold():
+    from cgr.chains.graph import link_similar
+
+    hyp = amr({"liquid", "enhance"})
+    facts = {"f_up": amr({"liquid", "increase"}), "f_salt": amr({"salt", "ocean"})}
+    vectors = {"liquid": _unit(0, 1, 0, 0), "enhance": _unit(1, 0, 0, 0),
+               "increase": _unit(0.8, 0, 0.6, 0), "salt": _unit(0, 0, 0, 1),
+               "ocean": _unit(0, 0.3, 0, 1)}  # fmt: skip
+
+    def chains(threshold):
+        graph = build_semantic_graph(hyp, {"liquid"}, facts)
+        added = link_similar(graph, vectors, threshold) if threshold else 0
+        return [c.facts for c in find_chains(graph)[0]], added
+
+    assert chains(None) == ([], 0)  # the paper: "increase" is not "enhance"
+    assert chains(0.7) == ([("f_up",)], 1)  # cosine 0.8: the fact reaches the answer node
+    assert chains(0.9) == ([], 0)
+    # at 0.2 "ocean" joins the question node "liquid" (cosine 0.29), but the salt fact reaches
+    # no answer node: a link, no chain
+    assert chains(0.2) == ([("f_up",)], 2)
+
+
+def test_similar_concepts_never_link_one_fact_to_another():
+    """Facts still meet by equal concepts only: a similar pair between two facts' own concepts
+    makes no 2-fact chain, so the search stays as bounded as the paper's."""
+    from cgr.chains.graph import link_similar
+
+    hyp = amr({"heat", "metal"})
+    facts = {"f_heat": amr({"heat", "rise"}), "f_metal": amr({"growth", "metal"})}
+    vectors = {"heat": _unit(1, 0, 0), "metal": _unit(0, 1, 0), "rise": _unit(0, 0, 1),
+               "growth": _unit(0, 0.1, 1)}  # fmt: skip
+    graph = build_semantic_graph(hyp, {"heat"}, facts)
+    assert link_similar(graph, vectors, 0.9) == 0
+    assert find_chains(graph)[0] == []
+
+
+def test_similar_links_find_the_chain_through_a_synonym_end_to_end(encoder, tmp_path):
+    """The embedded parser and the base MiniLM encoder: "illness" reaches the answer
+    "disease" (cosine 0.80) with link_similarity 0.5, and nothing without it."""
+    from cgr.amr.parsers import AMRConfig
+    from cgr.chains.builder import ChainBuilder, ChainConfig
+    from cgr.errors import ConfigError
+    from cgr.reader.examples import ReaderExample
+    from cgr.retrieval.base import RetrievedFact
+
+    texts = ["a vaccine can stop an illness", "iron can rust", "water causes erosion of soil"]
+    pool = [RetrievedFact(f"f{i}", t, 1.0) for i, t in enumerate(texts)]
+    choices = ["disease", "rust", "erosion"]
+
+    def chains(similarity):
+        ex = ReaderExample("q", "What do vaccines help prevent?", list("ABC"), choices,
+                           [f"Vaccines help prevent {c}." for c in choices], answer_index=0,
+                           pool=[list(pool) for _ in choices])  # fmt: skip
+        cfg = ChainConfig(amr=AMRConfig(cache=str(tmp_path / "a.sqlite")),
+                          merge_noun_roots=True, link_similarity=similarity)  # fmt: skip
+        builder = ChainBuilder(cfg, progress=False, encode=encoder.encode)
+        builder.attach([ex])
+        return [[c.facts for c in per_choice] for per_choice in ex.chains], builder.counters
+
+    found, counters = chains(None)
+    assert found == [[], [], []] and "similar_links" not in counters
+    found, counters = chains(0.5)
+    assert found[0] == [("f0",)] and counters["similar_links"] > 0
+    with pytest.raises(ConfigError, match="link_similarity"):
+        ChainConfig(link_similarity=0.0)
+    with pytest.raises(ConfigError, match="link_similarity"):
+        ChainConfig(link_similarity=1.5)
+    with pytest.raises(ConfigError, match="needs an encoder"):
+        ChainBuilder(ChainConfig(link_similarity=0.5), progress=False)

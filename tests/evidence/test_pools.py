@@ -17,3 +17,11 @@ def test_the_evidence_order_keys_the_chains_where_it_ranks_their_facts():
     assert chain_cache_path(POOL, ranked, "retriever").parent == POOL.parent
     by_length = ChainConfig(chain_order="length")  # no relevance: one ranking
     assert chain_cache_path(POOL, by_length, "retriever") == chain_cache_path(POOL, by_length)
+
+
+def test_similar_links_key_their_own_chains_and_off_keeps_the_earlier_keys():
+    # the key of the default settings before `link_similarity` existed
+    assert chain_cache_path(POOL, ChainConfig()).name == "train-0123.chains-6f17aec2eb29.jsonl"
+    assert chain_cache_path(POOL, ChainConfig(link_similarity=0.5)) != chain_cache_path(
+        POOL, ChainConfig()
+    )
