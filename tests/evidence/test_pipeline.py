@@ -28,3 +28,27 @@ def test_chains_read_their_own_book_and_the_evidence_reads_the_open_book(tmp_pat
         EvidencePipeline(no_book, ChainConfig(chain_order="open_book"))._chain_book_keys()
         == frozenset()
     )
+
+
+def test_similar_links_are_searched_with_the_pipelines_base_encoder(tmp_path):
+    """`data.chains.link_similarity` in a checkpoint's settings reaches the chain search of
+    training, eval and explain alike: the pipeline hands its base encoder to the builder."""
+    from cgr.amr.parsers import AMRConfig
+    from cgr.reader.examples import ReaderExample
+    from cgr.retrieval.base import RetrievedFact
+
+    texts = ["a vaccine can stop an illness", "iron can rust"]
+    pool = [RetrievedFact(f"f{i}", t, 1.0) for i, t in enumerate(texts)]
+    choices = ["disease", "rust"]
+    found = {}
+    for similarity in (None, 0.5):
+        ex = ReaderExample("q", "What do vaccines help prevent?", ["A", "B"], choices,
+                           [f"Vaccines help prevent {c}." for c in choices], answer_index=0,
+                           pool=[list(pool) for _ in choices])  # fmt: skip
+        chains = ChainConfig(amr=AMRConfig(cache=str(tmp_path / "a.sqlite")),
+                             merge_noun_roots=True, link_similarity=similarity)  # fmt: skip
+        pipe = EvidencePipeline(RetrievalConfig(method="dense"), chains,
+                                EvidenceConfig(order="retrieval"), progress=False)  # fmt: skip
+        pipe.select([ex])
+        found[similarity] = [c.facts for c in ex.chains[0]]
+    assert found == {None: [], 0.5: [("f0",)]}
