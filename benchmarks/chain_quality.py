@@ -328,7 +328,7 @@ def main() -> None:
                 dataset,
                 args.split,
                 setting,
-                {k: v for k, v in row.items() if k != "counters"},
+                {k: v for k, v in row.items() if not isinstance(v, dict | list)},
                 flush=True,
             )
     table(args.datasets, args.split, args.settings)

@@ -57,6 +57,10 @@ PAIRED = (
         "arc_challenge-cgr-q3200-e1-s1-open_book",
         "arc_challenge-chain_reading-q3200-e1-s1-open_book",
     ),
+    (
+        "arc_challenge-cgr-q3200-e1-s1-open_book",
+        "arc_challenge-cgr-q3200-e1-s1-open_book-similar_links",
+    ),
 )
 
 

@@ -82,7 +82,7 @@ class ChainConfig:
     # its own whose base-encoder cosine with the node's is at least this ("increase" for
     # "enhance", "illness" for "disease"); facts still link to each other by equal concepts.
     # None: equal concepts only (the paper). Why: OBQA's gold fact is in the answer's pool for
-    # 90 % of dev questions but on none of its chains for a third of those (docs/chains.md)
+    # 90 % of dev questions but on none of its kept chains for over a third of those (docs/chains.md)
     link_similarity: float | None = None
     # processes for the concepts and the chain search (None: every core this process may use;
     # 1: this process); the chains do not depend on it
