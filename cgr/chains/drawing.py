@@ -9,6 +9,8 @@ import html
 import re
 import textwrap
 
+from cgr.chains.graph import SIMILAR
+
 # geometry shared with the page's script (passed to it as JSON)
 BOX = {"width": 230, "height": 50, "col_gap": 80, "row_gap": 16, "margin": 10, "title": 24}
 LINE_CHARS = 36  # a text in its box: two lines of at most this many characters, all on hover
@@ -19,6 +21,8 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 def surface_word(concept: str, texts: list[str]) -> str:
     """The concept as written in the facts it links ("measur" -> "measure"): the shortest word
     of the texts that starts with the concept key (or that the key starts with); else the key."""
+    if SIMILAR in concept:  # a node reached by a similar concept: both as written
+        return SIMILAR.join(surface_word(part, texts) for part in concept.split(SIMILAR))
     key = concept.lower().replace("_", " ").split("-")[0]
     if not key.strip():  # a link without a concept (beam paths link by vectors)
         return ""

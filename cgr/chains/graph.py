@@ -17,6 +17,7 @@ import numpy as np
 from cgr.chains.concepts import AMRConcepts
 
 HYPOTHESIS = "H"
+SIMILAR = " ≈ "  # a link label "node ≈ the fact's concept": reached by similarity (link_similar)
 
 
 @dataclass
@@ -26,6 +27,18 @@ class SemanticGraph:
     answer_nodes: set[str]
     hypothesis_nodes: set[str]
     fact_concepts: dict[str, set[str]] = field(default_factory=dict)
+    # (fact, hypothesis node) -> the fact's own concept that reached the node by similarity
+    similar: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def node_label(self, fid: str, nodes: set[str]) -> str:
+        """The node a chain names where it enters or leaves fact `fid`: one the fact states
+        (smallest first), else one it reached by similarity, written "node ≈ its concept"."""
+        own = nodes & self.fact_concepts[fid]
+        stated = sorted(n for n in own if (fid, n) not in self.similar)
+        if stated:
+            return stated[0]
+        node = min(own)
+        return f"{node}{SIMILAR}{self.similar[(fid, node)]}"
 
     def facts_of(self, node: str) -> set[str]:
         return self.graph.nodes[node]["facts"] if node in self.graph else set()
@@ -86,10 +99,12 @@ def link_similar(graph: SemanticGraph, vectors: Mapping[str, np.ndarray], thresh
         others = sorted(c for c in own - graph.hypothesis_nodes if c in vectors)
         if not others:
             continue
-        close = (np.stack([vectors[c] for c in others]) @ node_matrix.T >= threshold).any(axis=0)
-        for node, hit in zip(nodes, close, strict=True):
-            if hit and node not in own:
+        cosine = np.stack([vectors[c] for c in others]) @ node_matrix.T
+        for j, node in enumerate(nodes):
+            best = int(cosine[:, j].argmax())
+            if cosine[best, j] >= threshold and node not in own:
                 own.add(node)
                 graph.graph.nodes[node]["facts"].add(fid)
+                graph.similar[(fid, node)] = others[best]
                 added += 1
     return added

@@ -142,17 +142,18 @@ def find_chains(
         return (len(facts), -total, facts)
 
     ranked = sorted(found, key=key)[: cfg.max_chains]
-    return [
-        Chain(facts, _first_links(graph, facts, outside, answer_of)) for facts in ranked
-    ], complete
+    return [Chain(facts, _first_links(graph, facts, outside)) for facts in ranked], complete
 
 
-def _first_links(graph: SemanticGraph, facts: tuple[str, ...], outside: set[str],
-                 answer_of: dict[str, str | None]) -> tuple[str, ...]:  # fmt: skip
+def _first_links(
+    graph: SemanticGraph, facts: tuple[str, ...], outside: set[str]
+) -> tuple[str, ...]:
     """The node path the node DFS meets first for a fact path: the smallest question node of
-    the first fact, then the smallest links in order with no link repeating the one before."""
+    the first fact, then the smallest links in order with no link repeating the one before,
+    then the smallest answer node of the last fact (a node the fact reached by similarity
+    only where it states none: "disease ≈ illness")."""
     concepts = graph.fact_concepts
-    start = min(concepts[facts[0]] & graph.question_nodes)
+    start = graph.node_label(facts[0], graph.question_nodes)
     options = [sorted(concepts[a] & concepts[b] & outside) for a, b in pairwise(facts)]
 
     def pick(i: int, before: str) -> tuple[str, ...] | None:
@@ -163,7 +164,8 @@ def _first_links(graph: SemanticGraph, facts: tuple[str, ...], outside: set[str]
                 return (c, *rest)
         return None
 
-    return (start, *(pick(0, start) or ()), answer_of[facts[-1]])
+    end = graph.node_label(facts[-1], graph.answer_nodes)
+    return (start, *(pick(0, start) or ()), end)
 
 
 def chain_evidence(chains: list[Chain], pool_order: list[str]) -> list[str]:

@@ -450,6 +450,10 @@ def test_a_fact_reaches_a_hypothesis_node_through_a_similar_concept_only_above_t
         return [c.facts for c in find_chains(graph)[0]], added
 
     assert chains(None) == ([], 0)  # the paper: "increase" is not "enhance"
+    graph = build_semantic_graph(hyp, {"liquid"}, facts)
+    link_similar(graph, vectors, 0.7)
+    # the question node the fact states, the answer node it reaches by similarity
+    assert find_chains(graph)[0][0].links == ("liquid", "enhance ≈ increase")
     assert chains(0.7) == ([("f_up",)], 1)  # cosine 0.8: the fact reaches the answer node
     assert chains(0.9) == ([], 0)
     # at 0.2 "ocean" joins the question node "liquid" (cosine 0.29), but the salt fact reaches
@@ -492,12 +496,15 @@ def test_similar_links_find_the_chain_through_a_synonym_end_to_end(encoder, tmp_
                           merge_noun_roots=True, link_similarity=similarity)  # fmt: skip
         builder = ChainBuilder(cfg, progress=False, encode=encoder.encode)
         builder.attach([ex])
-        return [[c.facts for c in per_choice] for per_choice in ex.chains], builder.counters
+        found = [[c.facts for c in per_choice] for per_choice in ex.chains]
+        return found, builder.counters, ex.chains[0][0].links if ex.chains[0] else None
 
-    found, counters = chains(None)
+    found, counters, _ = chains(None)
     assert found == [[], [], []] and "similar_links" not in counters
-    found, counters = chains(0.5)
+    found, counters, links = chains(0.5)
     assert found[0] == [("f0",)] and counters["similar_links"] > 0
+    # the chain names a node the fact states, else which of its own words reached the node
+    assert links == ("vaccine", "disease ≈ illness")  # "vaccine": stated, so named first
     with pytest.raises(ConfigError, match="link_similarity"):
         ChainConfig(link_similarity=0.0)
     with pytest.raises(ConfigError, match="link_similarity"):

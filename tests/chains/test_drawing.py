@@ -129,3 +129,10 @@ def test_standalone_svg_renders_in_chromium(tmp_path):
     dom, console = run_chromium(path, tmp_path)
     assert console == []
     assert "What can a magnet pick up?" in dom and "iron ×2" in dom
+
+
+def test_a_similar_link_is_drawn_with_both_words_as_written():
+    from cgr.chains.drawing import surface_word
+
+    # "disease ≈ illness": the answer's node and the fact's own concept, each as written
+    assert surface_word("disease ≈ ill", ["an illness spreads", "disease"]) == "disease ≈ illness"
