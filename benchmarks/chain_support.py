@@ -287,6 +287,7 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
     right, wrong, has_right, has_wrong = [], [], [], []
     support_right = support_answer = reader_right = 0
     gold_first: dict[str, list[bool]] = {o: [] for o in ORDERS}
+    gold_ids = []  # the questions gold_first is over (those with a gold fact), to pair runs
     per_question = []  # every chain's support, to pair two runs on the same questions
     for i, (q, ex, sup, (_, scores)) in enumerate(zip(questions, examples, support, scored,
                                                       strict=True)):  # fmt: skip
@@ -301,6 +302,7 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
         support_right += best[q.answer_index] >= SUPPORTED
         gold = gold_texts(q)
         if gold:
+            gold_ids.append(q.id)
             for o in ORDERS:
                 gold_first[o].append(
                     bool(ex.chains) and on_gold(firsts[o][i][q.answer_index], gold)
@@ -322,6 +324,7 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
         "support_only_accuracy": 100 * support_answer / n, "reader_accuracy": 100 * reader_right / n,
         "faithfulness": {} if orders_only else faithfulness(module, scored, rng),
         "threshold": SUPPORTED, "chain_support": per_question,
+        "gold_first_each": {"questions": gold_ids, **gold_first},
     }  # fmt: skip
     for key, values in roles.items():  # the AMR role signal, alone and as a check on support
         pairs = [(v, c == q.answer_index) for q, row in zip(questions, values, strict=True)
@@ -458,7 +461,26 @@ def paired_line(a: str, b: str) -> str | None:
     d, lo, hi = paired_interval(a_only, b_only, len(both))
     return (f"{b} − {a} ({len(both)} paired questions): support AUC {d_auc:+.3f} "
             f"[{diffs[int(0.025 * BOOTSTRAP)]:+.3f}, {diffs[int(0.975 * BOOTSTRAP)]:+.3f}] "
-            f"(bootstrap 95 %); support as the answer {d:+.1f} [{lo:+.1f}, {hi:+.1f}] points")  # fmt: skip
+            f"(bootstrap 95 %); support as the answer {d:+.1f} [{lo:+.1f}, {hi:+.1f}] points"
+            f"{gold_first_pair(ra, rb)}")  # fmt: skip
+
+
+def gold_first_pair(ra: dict, rb: dict, order: str = "supported_first") -> str:
+    """The gold fact on the first chain, b − a in points with its paired 95 % interval over
+    the questions both runs found a gold fact for ("" where a run did not save them)."""
+    if "gold_first_each" not in ra or "gold_first_each" not in rb:
+        return ""
+    a, b = ({q: hit for q, hit in zip(r["gold_first_each"]["questions"],
+                                      r["gold_first_each"][order], strict=True)}
+            for r in (ra, rb))  # fmt: skip
+    common = [q for q in b if q in a]
+    a_only = sum(a[q] and not b[q] for q in common)
+    b_only = sum(b[q] and not a[q] for q in common)
+    d, lo, hi = paired_interval(a_only, b_only, len(common))
+    return (
+        f"; gold fact on the first chain ({order.replace('_', ' ')}) {d:+.1f} "
+        f"[{lo:+.1f}, {hi:+.1f}] points over {len(common)} questions"
+    )
 
 
 def readers_line(dataset: str) -> str | None:

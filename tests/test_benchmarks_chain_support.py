@@ -84,8 +84,18 @@ def test_two_runs_are_paired_on_their_common_questions(tmp_path, monkeypatch):
     line = chain_support.paired_line("a", "b")
     assert line.startswith("b − a (8 paired questions): support AUC +0.500 [+0.500, +0.500]")
     assert "support as the answer +100.0 [+100.0, +100.0] points" in line
+    assert "gold fact" not in line  # neither run saved its gold-first questions
     common.save_result("chain_support-c", {"support_auc": 0.6})  # saved before the per-question
     assert chain_support.paired_line("a", "c") is None  # values: nothing to pair
+    # the gold fact on the first chain: a finds it on q0, q1; b on q1, q2, q3 (q9: b only)
+    order = "supported_first"
+    each_a = {"questions": ["q0", "q1", "q2", "q3"], order: [True, True, False, False]}
+    each_b = {"questions": ["q0", "q1", "q2", "q3", "q9"], order: [False, True, True, True, True]}
+    common.save_result("chain_support-a", {"chain_support": a, "gold_first_each": each_a})
+    common.save_result("chain_support-b", {"chain_support": b, "gold_first_each": each_b})
+    line = chain_support.paired_line("a", "b")
+    assert line.endswith("; gold fact on the first chain (supported first) +25.0 [-56.3, +106.3] "
+                         "points over 4 questions")  # fmt: skip
 
 
 def test_auc_by_ranks_equals_the_pairwise_count():
