@@ -28,7 +28,7 @@ import copy
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -286,6 +286,25 @@ def paired_line(dataset: str, split: str, setting: str, against: str) -> str | N
             f"(McNemar p = {mcnemar_p(a_only, b_only):.2g})")  # fmt: skip
 
 
+def sweep(dataset: str, split: str, thresholds: list[float]) -> None:
+    """The similar_links setting at each threshold: gold on the best / on a kept chain, right
+    and wrong choices with a chain (%)."""
+    from benchmarks.chains import datamodule, relevance_keys
+
+    examples, config = pools(dataset, split)
+    cosine, relevance = hypothesis_cosine(config, examples), relevance_keys(config, examples)
+    encode = datamodule(config, config["data"]["dev_file"]).pipeline._base().encode
+    rows = []
+    for threshold in thresholds:
+        cfg = replace(chain_config(config, "similar_links"), link_similarity=threshold)
+        row = measure(examples, cfg, cosine, relevance, open_book_keys(config), encode)
+        keys = ("gold_on_best_chain", "gold_on_kept_chain", "right_with_chain", "wrong_with_chain")
+        rows.append([threshold, *(f"{100 * row[k]:.1f}" for k in keys)])
+    print(f"\n{dataset} {split}, similar links by threshold ({len(examples)} questions):")
+    print_table(["link_similarity", "gold on best chain", "gold on a kept chain",
+                 "right with chain", "wrong with chain"], rows)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
@@ -294,7 +313,14 @@ def main() -> None:
     parser.add_argument("--table", action="store_true", help="print the saved rows, run nothing")
     parser.add_argument("--without-support", action="store_true",
                         help="with --table: leave out the chain support and verifier tables")  # fmt: skip
+    parser.add_argument("--link-similarity", nargs="+", type=float, metavar="T",
+                        help="print the similar_links setting at each threshold, save nothing "
+                             "(how its threshold was chosen)")  # fmt: skip
     args = parser.parse_args()
+    if args.link_similarity:
+        for dataset in args.datasets:
+            sweep(dataset, args.split, args.link_similarity)
+        return
     if args.table:
         table(args.datasets, args.split, args.settings)
         if not args.without_support:  # the chains' support, on trained checkpoints
