@@ -38,6 +38,7 @@ from benchmarks.common import (  # noqa: E402
     load_result,
     machine,
     mcnemar_p,
+    paired_hits,
     paired_interval,
     print_table,
     save_result,
@@ -277,12 +278,10 @@ def paired_line(dataset: str, split: str, setting: str, against: str) -> str | N
     if any(r is None or "on_best" not in r for r in rows):
         return None
     b, a = ({q: hit for q, hit in zip(r["question_ids"], r["on_best"], strict=True)} for r in rows)
-    common = sorted(a.keys() & b.keys())
-    a_only = sum(a[q] and not b[q] for q in common)
-    b_only = sum(b[q] and not a[q] for q in common)
-    diff, low, high = paired_interval(a_only, b_only, len(common))
+    a_only, b_only, questions = paired_hits(a, b)
+    diff, low, high = paired_interval(a_only, b_only, questions)
     return (f"{dataset} {split}, {setting} − {against}: gold on the best chain {diff:+.1f} "
-            f"[{low:+.1f}, {high:+.1f}] points over {len(common)} paired questions "
+            f"[{low:+.1f}, {high:+.1f}] points over {questions} paired questions "
             f"(McNemar p = {mcnemar_p(a_only, b_only):.2g})")  # fmt: skip
 
 

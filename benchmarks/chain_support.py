@@ -38,6 +38,7 @@ from benchmarks.common import (  # noqa: E402
     cached_examples,
     load_result,
     machine,
+    paired_hits,
     paired_interval,
     print_table,
     save_result,
@@ -261,7 +262,8 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
     search's data.chains.chain_order in place of the checkpoint's; `evidence_order`:
     data.evidence.order in place of the checkpoint's (it also ranks the facts the chain search
     orders by relevance: `retriever` is the authors' pathway, the checkpoint's query encoder);
-    `link_similarity`: data.chains.link_similarity in place of the checkpoint's; `orders_only`: without faithfulness and the AMR role signal (the chain orders' comparison
+    `link_similarity`: data.chains.link_similarity in place of the checkpoint's;
+    `orders_only`: without faithfulness and the AMR role signal (the chain orders' comparison
     alone)."""
     from cgr.evaluation.support import (
         CANDIDATES,
@@ -473,13 +475,11 @@ def gold_first_pair(ra: dict, rb: dict, order: str = "supported_first") -> str:
     a, b = ({q: hit for q, hit in zip(r["gold_first_each"]["questions"],
                                       r["gold_first_each"][order], strict=True)}
             for r in (ra, rb))  # fmt: skip
-    common = [q for q in b if q in a]
-    a_only = sum(a[q] and not b[q] for q in common)
-    b_only = sum(b[q] and not a[q] for q in common)
-    d, lo, hi = paired_interval(a_only, b_only, len(common))
+    a_only, b_only, questions = paired_hits(a, b)
+    d, lo, hi = paired_interval(a_only, b_only, questions)
     return (
         f"; gold fact on the first chain ({order.replace('_', ' ')}) {d:+.1f} "
-        f"[{lo:+.1f}, {hi:+.1f}] points over {len(common)} questions"
+        f"[{lo:+.1f}, {hi:+.1f}] points over {questions} questions"
     )
 
 

@@ -193,6 +193,15 @@ def paired_counts(config: dict, name_a: str, name_b: str) -> dict | None:
             "by_gold": by_gold, "questions": len(shared)}  # fmt: skip
 
 
+def paired_hits(a: dict, b: dict) -> tuple[int, int, int]:
+    """Two runs' per-question hits (question -> bool) on the questions both scored: (right in
+    a only, right in b only, questions), what paired_interval and mcnemar_p take."""
+    common = a.keys() & b.keys()
+    a_only = sum(bool(a[q]) and not b[q] for q in common)
+    b_only = sum(bool(b[q]) and not a[q] for q in common)
+    return a_only, b_only, len(common)
+
+
 def mcnemar_p(a_only: int, b_only: int) -> float:
     """Exact two-sided McNemar p: a binomial(n, 1/2) test on the n questions only one run got
     right (1.0 where there are none)."""
