@@ -137,18 +137,27 @@ SETTINGS = {
     # encoder puts at cosine >= 0.5 to it (threshold chosen on OBQA train, 600 questions)
     "similar_links": {"merge_noun_roots": True, "chain_order": "open_book",
                       "link_similarity": 0.5},
+    # the default and similar_links with the chains ranked by a chain ranker trained on the
+    # dataset's training questions (RANKER; cgr.chains.ranker) instead of the base encoder
+    "ranker": {"merge_noun_roots": True, "chain_order": "open_book", "rank_encoder": "ranker"},
+    "similar_links_ranker": {"merge_noun_roots": True, "chain_order": "open_book",
+                             "link_similarity": 0.5, "rank_encoder": "ranker"},
 }  # fmt: skip
+# where a setting's "ranker" is: `cgr ranker --config <the dataset's config> --out <this>`
+RANKER = "checkpoints/ranker-{dataset}"
 
 
-def chain_config(config: dict, setting: str) -> ChainConfig:
+def chain_config(config: dict, setting: str, ranker: str | None = None) -> ChainConfig:
+    """`ranker`: the chain ranker of the settings that name one."""
     from cgr.amr.parsers import AMRConfig
 
     chains = config["data"]["chains"]
     base = {k: v for k, v in chains.items() if k not in ("enabled", "amr", "workers")}
-    return ChainConfig(
-        amr=AMRConfig(**chains["amr"]),
-        **{**base, **PAPER, **SETTINGS[setting], "time_budget_s": 5.0},
-    )  # a generous budget: a search cut by time would make the table depend on the machine
+    values = {**base, **PAPER, **SETTINGS[setting], "time_budget_s": 5.0}
+    if values.get("rank_encoder"):
+        values["rank_encoder"] = ranker
+    return ChainConfig(amr=AMRConfig(**chains["amr"]), **values)
+    # a generous budget: a search cut by time would make the table depend on the machine
 
 
 def open_book_keys(config: dict) -> frozenset[str]:
@@ -268,7 +277,8 @@ def table(datasets: list[str], split: str, settings: list[str]) -> None:
 
 
 # settings whose gold-on-best-chain difference the table states, paired over the questions
-PAIRED = [("similar_links", "default")]
+PAIRED = [("similar_links", "default"), ("ranker", "default"),
+          ("similar_links_ranker", "similar_links")]  # fmt: skip
 
 
 def paired_line(dataset: str, split: str, setting: str, against: str) -> str | None:
@@ -312,6 +322,8 @@ def main() -> None:
     parser.add_argument("--table", action="store_true", help="print the saved rows, run nothing")
     parser.add_argument("--without-support", action="store_true",
                         help="with --table: leave out the chain support and verifier tables")  # fmt: skip
+    parser.add_argument("--rank-encoder", metavar="DIR",
+                        help=f"the ranker settings' chain ranker (default: {RANKER})")  # fmt: skip
     parser.add_argument("--link-similarity", nargs="+", type=float, metavar="T",
                         help="print the similar_links setting at each threshold, save nothing "
                              "(how its threshold was chosen)")  # fmt: skip
@@ -334,18 +346,28 @@ def main() -> None:
         examples, config = pools(dataset, args.split)
         relevance, cosine = None, hypothesis_cosine(config, examples)
         open_book = open_book_keys(config)
+        ranker = args.rank_encoder or RANKER.format(dataset=dataset)
         for setting in args.settings:
-            cfg = chain_config(config, setting)
+            if SETTINGS[setting].get("rank_encoder") and not Path(ranker).exists():
+                print(f"{dataset} {setting}: no chain ranker at {ranker} (cgr ranker --config "
+                      f"{DATASETS[dataset].config} --out {ranker}); skipped", flush=True)  # fmt: skip
+                continue
+            cfg = chain_config(config, setting, ranker)
             if (cfg.explain_top_facts or cfg.chain_order != "length") and relevance is None:
                 from benchmarks.chains import relevance_keys
 
                 relevance = relevance_keys(config, examples)
+            ranked = relevance
+            if cfg.rank_encoder:  # the chains ranked by the ranker's relevance instead
+                from cgr.chains.ranker import ranker_scorer
+
+                ranked = fact_relevance(examples, "question_choice", ranker_scorer(ranker))
             encode = None
             if cfg.link_similarity is not None:
                 from benchmarks.chains import datamodule
 
                 encode = datamodule(config, config["data"]["dev_file"]).pipeline._base().encode
-            row = measure(examples, cfg, cosine, relevance, open_book, encode)
+            row = measure(examples, cfg, cosine, ranked, open_book, encode)
             row.update(dataset=dataset, split=args.split, setting=setting,
                        chains=SETTINGS[setting], machine=machine(), date=time.strftime("%Y-%m-%d"))  # fmt: skip
             save_result(result_name(dataset, args.split, setting), row)

@@ -257,12 +257,13 @@ def paired_orders(first: dict[str, list[bool]]) -> dict[str, list[float]]:
 
 def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: str = "support",
             search_order: str | None = None, orders_only: bool = False,
-            evidence_order: str | None = None, link_similarity: float | None = None) -> dict:  # fmt: skip
+            evidence_order: str | None = None, chains: dict | None = None) -> dict:  # fmt: skip
     """`order`: how the chains shown (faithfulness) are ranked; `search_order`: the chain
     search's data.chains.chain_order in place of the checkpoint's; `evidence_order`:
     data.evidence.order in place of the checkpoint's (it also ranks the facts the chain search
     orders by relevance: `retriever` is the authors' pathway, the checkpoint's query encoder);
-    `link_similarity`: data.chains.link_similarity in place of the checkpoint's;
+    `chains`: other data.chains settings in place of the checkpoint's (link_similarity,
+    rank_encoder);
     `orders_only`: without faithfulness and the AMR role signal (the chain orders' comparison
     alone)."""
     from cgr.evaluation.support import (
@@ -275,7 +276,7 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
 
     rng = random.Random(SEED)
     module, pipeline, questions, examples = examples_of(checkpoint, data, search_order,
-                                                        evidence_order, link_similarity)  # fmt: skip
+                                                        evidence_order, chains)  # fmt: skip
     support = chain_support(module, examples)
     firsts = {o: [[shown_first(c, sup, o) for c, sup in zip(ex.chains or [], s, strict=False)]
                   for ex, s in zip(examples, support, strict=True)] for o in ORDERS}  # fmt: skip
@@ -319,6 +320,7 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
         "order": order, "search_order": search_order or pipeline.chains.chain_order,
         "evidence_order": pipeline.evidence.order,
         "link_similarity": pipeline.chains.link_similarity,
+        "rank_encoder": pipeline.chains.rank_encoder,
         **{f"gold_first_{o}": 100 * statistics.mean(v) if v else None
            for o, v in gold_first.items()},
         "gold_first_paired": paired_orders(gold_first),
@@ -519,13 +521,19 @@ def reach_only(checkpoint: Path, data: str, search_order: str | None,
 
 
 def examples_of(checkpoint: Path, data: str, search_order: str | None,
-                evidence_order: str | None, link_similarity: float | None = None):  # fmt: skip
-    """common.cached_examples with the chain search's and the reading order's overrides."""
+                evidence_order: str | None, settings: dict | None = None):  # fmt: skip
+    """common.cached_examples with the chain search's and the reading order's overrides
+    (`settings`: other data.chains settings)."""
     chains = {"chain_order": search_order} if search_order else {}
-    if link_similarity is not None:
-        chains["link_similarity"] = link_similarity
+    chains.update(settings or {})
     evidence = {"order": evidence_order} if evidence_order else None
     return cached_examples(checkpoint, data, chains=chains, evidence=evidence)
+
+
+def chain_settings(args: argparse.Namespace) -> dict:
+    """The data.chains settings the command line puts in place of the checkpoint's."""
+    names = ("link_similarity", "rank_encoder")
+    return {k: getattr(args, k) for k in names if getattr(args, k) is not None}
 
 
 def main() -> None:
@@ -557,6 +565,10 @@ def main() -> None:
         help="data.chains.link_similarity: facts reach the hypothesis through similar concepts",
     )
     parser.add_argument(
+        "--rank-encoder",
+        help="data.chains.rank_encoder: a chain ranker (cgr ranker) ranks the chains' facts",
+    )
+    parser.add_argument(
         "--orders-only",
         action="store_true",
         help="only the chain orders' comparison (no faithfulness, no AMR roles)",
@@ -582,7 +594,7 @@ def main() -> None:
             return
         result = measure(
             args.checkpoint, data, args.calibrate, args.order, args.search_order,
-            args.orders_only, args.evidence_order, args.link_similarity,
+            args.orders_only, args.evidence_order, chain_settings(args),
         )  # fmt: skip
         save_result(f"chain_support-{name}", result)
     table()

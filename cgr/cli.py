@@ -147,6 +147,13 @@ def encode_command(argv: list[str]) -> int:
     return encode_main(argv, resolved_config)
 
 
+def ranker_command(argv: list[str]) -> int:
+    from cgr.chains.ranker import main as ranker_main
+    from cgr.training.config import resolved_config
+
+    return ranker_main(argv, resolved_config)
+
+
 def amr_command(argv: list[str]) -> int:
     from cgr.amr.commands import main as amr_main
 
@@ -196,6 +203,7 @@ COMMANDS = {
     "export": export_command,
     "serve": serve_command,
     "encode": encode_command,
+    "ranker": ranker_command,
     "amr": amr_command,
     "ircot": ircot_command,
     "riches": riches_command,

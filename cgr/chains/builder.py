@@ -84,6 +84,10 @@ class ChainConfig:
     # None: equal concepts only (the paper). Why: OBQA's gold fact is in the answer's pool for
     # 90 % of dev questions but on none of its kept chains for over a third of those (docs/chains.md)
     link_similarity: float | None = None
+    # a sentence-encoder folder or hub name (a chain ranker, `cgr ranker`) whose cosine to
+    # "question choice" ranks the chains for chain_order relevance | open_book, instead of the
+    # reader's relevance order; None: the reader's order. The pools, Ê and the facts read stay
+    rank_encoder: str | None = None
     # processes for the concepts and the chain search (None: every core this process may use;
     # 1: this process); the chains do not depend on it
     workers: int | None = None
@@ -107,6 +111,12 @@ class ChainConfig:
                 f"data.chains.book must be a list of files or null, not {self.book!r}"
             )
         positive("data.chains.max_link_share", self.max_link_share)
+        if self.rank_encoder is not None and not (
+            isinstance(self.rank_encoder, str) and self.rank_encoder.strip()
+        ):
+            raise ConfigError(
+                f"data.chains.rank_encoder must be a model folder or name, or null, not {self.rank_encoder!r}"
+            )
         if self.link_similarity is not None and not 0.0 < self.link_similarity <= 1.0:
             raise ConfigError(
                 f"data.chains.link_similarity must be in (0, 1] or null, not {self.link_similarity!r}"

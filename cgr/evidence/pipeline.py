@@ -58,6 +58,7 @@ class EvidencePipeline:
         self._hypotheses = None  # HypothesisGenerator, or another with its generate_many
         self._chain_builder: ChainBuilder | None = None
         self._relevance = None
+        self._ranker = None  # data.chains.rank_encoder's relevance, built on first use
         self._books: dict[tuple[str, ...], frozenset[str]] = {}  # files -> their text keys
         self._query_model = None  # a trained query encoder (CGR) replacing the configured one
         self._base_encoder = None  # the configured encoder, shared by retrieval and relevance
@@ -168,6 +169,7 @@ class EvidencePipeline:
             return
         self.device = device
         self._retriever, self._relevance, self._base_encoder = None, None, None
+        self._ranker = None
 
     def fact_vector_sources(self) -> list:
         """(corpus, cached vectors) of the corpus and the open book, for CGR's frozen fact
@@ -218,10 +220,23 @@ class EvidencePipeline:
         relevance | open_book`: the reader's order."""
         if not self.chains.explain_top_facts and self.chains.chain_order == "length":
             return None
+        if self.chains.rank_encoder and any(p for ex in examples for p in ex.pool):
+            return fact_relevance(examples, "question_choice", self._chain_ranker())
         scorer = None
         if self.evidence.order != "retrieval" and any(p for ex in examples for p in ex.pool):
             scorer = self._relevance_scorer()
         return fact_relevance(examples, self.evidence.order if scorer else "retrieval", scorer)
+
+    def _chain_ranker(self):
+        """`data.chains.rank_encoder`'s relevance (cgr.chains.ranker), built on first use."""
+        if self._ranker is None:
+            from cgr.chains.ranker import ranker_scorer
+
+            cfg = self.retrieval
+            self._ranker = ranker_scorer(
+                self.chains.rank_encoder, cfg.encode_batch_size, cfg.max_query_length, self.device
+            )
+        return self._ranker
 
     def _relevance_scorer(self):
         if self._relevance is None:

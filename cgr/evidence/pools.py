@@ -146,6 +146,12 @@ def chain_cache_path(
         del settings["explain_top_facts"]
     if settings["link_similarity"] is None:  # added later: off keeps the earlier keys
         del settings["link_similarity"]
+    if settings["rank_encoder"] is None:  # added later: off keeps the earlier keys
+        del settings["rank_encoder"]
+    elif ranked:  # a retrained ranker in the same folder ranks anew
+        from cgr.chains.ranker import fingerprint
+
+        settings["rank_encoder"] = fingerprint(settings["rank_encoder"])
     del settings["workers"]  # how many processes searched does not change the chains
     settings["search_version"] = CHAIN_SEARCH_VERSION
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]

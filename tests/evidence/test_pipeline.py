@@ -52,3 +52,30 @@ def test_similar_links_are_searched_with_the_pipelines_base_encoder(tmp_path):
         pipe.select([ex])
         found[similarity] = [c.facts for c in ex.chains[0]]
     assert found == {None: [], 0.5: [("f0",)]}
+
+
+def test_a_chain_ranker_ranks_the_chains_and_nothing_else(tmp_path):
+    """`data.chains.rank_encoder` ranks a choice's chains by its own cosine to "question
+    choice" (here the base MiniLM against retrieval scores that put the unrelated fact first);
+    the facts read keep the evidence order."""
+    from cgr.amr.parsers import AMRConfig
+    from cgr.reader.examples import ReaderExample
+    from cgr.retrieval.base import RetrievedFact
+
+    pool = [RetrievedFact("f0", "a thermometer measures the temperature of water", 1.0),
+            RetrievedFact("f1", "a thermometer can break when the temperature is high", 2.0)]  # fmt: skip
+    choices = ["thermometer", "ruler"]
+    first, read = {}, {}
+    for ranker in (None, "minilm"):
+        ex = ReaderExample("q", "Which tool measures the temperature of water?", ["A", "B"],
+                           choices, [f"A {c} measures the temperature of water." for c in choices],
+                           answer_index=0, pool=[list(pool) for _ in choices])  # fmt: skip
+        chains = ChainConfig(amr=AMRConfig(cache=str(tmp_path / "a.sqlite")),
+                             merge_noun_roots=True, chain_order="relevance", rank_encoder=ranker)  # fmt: skip
+        pipe = EvidencePipeline(RetrievalConfig(method="dense"), chains,
+                                EvidenceConfig(order="retrieval"), progress=False)  # fmt: skip
+        pipe.select([ex])
+        first[ranker] = ex.chains[0][0].facts
+        read[ranker] = [f.fact_id for f in ex.facts[0]]
+    assert first == {None: ("f1",), "minilm": ("f0",)}
+    assert read[None] == read["minilm"]

@@ -25,3 +25,12 @@ def test_similar_links_key_their_own_chains_and_off_keeps_the_earlier_keys():
     assert chain_cache_path(POOL, ChainConfig(link_similarity=0.5)) != chain_cache_path(
         POOL, ChainConfig()
     )
+
+
+def test_a_chain_ranker_keys_the_chains_it_ranks_by_its_weights(tmp_path):
+    ranked = ChainConfig(chain_order="open_book", rank_encoder=str(tmp_path))
+    (tmp_path / "model.safetensors").write_bytes(b"one")
+    first = chain_cache_path(POOL, ranked)
+    assert first != chain_cache_path(POOL, ChainConfig(chain_order="open_book"))
+    (tmp_path / "model.safetensors").write_bytes(b"two")  # retrained into the same folder
+    assert chain_cache_path(POOL, ranked) != first

@@ -1,0 +1,208 @@
+"""A chain ranker: the base sentence encoder fine-tuned on a training file's gold facts, so that
+the chain shown first runs through the fact that answers the question.
+
+Why: chains are ranked by their facts' relevance to "question choice" (`chain_order:
+open_book | relevance`), and the base encoder's relevance has reached what it can: no
+re-ranking of the same chains by its cosine, by BM25 or by contrast with the other choices put
+the gold fact first more often (OBQA dev, docs/chains.md). A ranker trained on the training
+questions' gold facts ranks them by what the field's data says answers a question.
+
+`cgr ranker` fits it with Lightning over ("question choice", gold fact) pairs of the right
+answers, the other pairs of a batch as negatives (sentence-transformers'
+MultipleNegativesRankingLoss; a batch never holds one fact twice, so no gold fact is its own
+negative), and saves a sentence-transformers folder; `data.chains.rank_encoder` names it. It
+ranks the chains only: the pools, the facts the reader reads and Ê stay the evidence encoder's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+
+from cgr.data.records import Question
+from cgr.errors import ConfigError, DataFormatError
+from cgr.validation import at_least, positive
+
+log = logging.getLogger(__name__)
+
+RANKER_FILE = "ranker.json"  # what a ranker folder was trained on, beside the model's files
+
+
+@dataclass
+class RankerConfig:
+    epochs: int = 1
+    batch_size: int = 32
+    lr: float = 2e-5
+    scale: float = 20.0  # the loss's cosine scale (sentence-transformers' default)
+    max_length: int = 128
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "max_length"):
+            at_least(f"ranker {name}", getattr(self, name), 1)
+        positive("ranker lr", self.lr)
+        positive("ranker scale", self.scale)
+
+
+def ranker_pairs(questions: list[Question]) -> list[tuple[str, str]]:
+    """("question choice", gold fact) for each right answer and each of its gold facts: the
+    query the chain order asks (`evidence.order: question_choice`) and what should rank first."""
+    pairs = []
+    for q in questions:
+        if q.answer_index is None:
+            continue
+        query = f"{q.stem} {q.choices[q.answer_index].text}"  # as relevance_queries asks
+        pairs += [(query, fact) for fact in dict.fromkeys(q.gold_facts)]
+    return pairs
+
+
+def batches(pairs: list[tuple[str, str]], size: int, seed: int) -> list[list[tuple[str, str]]]:
+    """Shuffled batches in which no fact appears twice (a second copy would be scored as a
+    negative of its own query); a pair that fits no open batch starts a new one."""
+    order = list(pairs)
+    random.Random(seed).shuffle(order)
+    out: list[list[tuple[str, str]]] = []
+    facts: list[set[str]] = []
+    for pair in order:
+        for batch, seen in zip(out, facts, strict=True):
+            if len(batch) < size and pair[1] not in seen:
+                batch.append(pair)
+                seen.add(pair[1])
+                break
+        else:
+            out.append([pair])
+            facts.append({pair[1]})
+    return out
+
+
+class RankerModule(pl.LightningModule):
+    """The encoder and its loss; one step encodes a batch's queries and facts."""
+
+    def __init__(self, encoder: str, cfg: RankerConfig):
+        super().__init__()
+        from sentence_transformers.sentence_transformer.losses import (
+            MultipleNegativesRankingLoss,
+        )
+
+        from cgr.retrieval.encoders import load_sentence_encoder
+
+        self.cfg = cfg
+        self.model = load_sentence_encoder(encoder)
+        self.model.max_seq_length = cfg.max_length
+        self.model.train()  # a loaded model may come in eval mode: fine-tune with its dropout
+        self.loss = MultipleNegativesRankingLoss(
+            self.model, scale=cfg.scale, gather_across_devices=torch.distributed.is_initialized()
+        )
+
+    def _features(self, texts: list[str]) -> dict[str, torch.Tensor]:
+        features = self.model.preprocess(list(texts))
+        return {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in features.items()}
+
+    def training_step(self, batch: list[tuple[str, str]], batch_idx: int) -> torch.Tensor:
+        queries, facts = zip(*batch, strict=True)
+        loss = self.loss([self._features(queries), self._features(facts)], None)
+        self.log("ranker_loss", loss, prog_bar=True, batch_size=len(batch))
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.model.parameters(), lr=self.cfg.lr)
+
+
+def train_ranker(
+    pairs: list[tuple[str, str]], encoder: str, out: Path, cfg: RankerConfig, **trainer
+) -> dict:
+    """Fits the ranker on `pairs` and saves it to `out` (a sentence-transformers folder with
+    RANKER_FILE); `trainer`: pl.Trainer arguments (devices, accelerator)."""
+    pl.seed_everything(cfg.seed, workers=True, verbose=False)
+    module = RankerModule(encoder, cfg)
+    loader = torch.utils.data.DataLoader(
+        batches(pairs, cfg.batch_size, cfg.seed), batch_size=None, shuffle=False
+    )
+    fit = pl.Trainer(
+        max_epochs=cfg.epochs, logger=False, enable_checkpointing=False,
+        enable_model_summary=False, **trainer,
+    )  # fmt: skip
+    fit.fit(module, loader)
+    loss = float(fit.callback_metrics.get("ranker_loss", float("nan")))
+    info = {"base_encoder": encoder, "pairs": len(pairs), **asdict(cfg), "last_loss": loss}
+    if fit.is_global_zero:
+        out.mkdir(parents=True, exist_ok=True)
+        module.model.save(str(out))
+        (out / RANKER_FILE).write_text(json.dumps(info, indent=2) + "\n")
+    return info
+
+
+def ranker_scorer(name: str, batch_size: int = 64, max_length: int = 128, device=None):
+    """The ranker's relevance (cgr.evidence.relevance): queries and pool facts both encoded by
+    it, as it was trained; the model loads on first use."""
+    from cgr.evidence.relevance import HypothesisRelevance
+    from cgr.retrieval.encoders import TextEncoder
+
+    return HypothesisRelevance(TextEncoder(name, batch_size, max_length, device))
+
+
+def fingerprint(name: str) -> str:
+    """A ranker's name with a hash of its weights where it is a local folder (chain cache keys:
+    a ranker retrained into the same folder ranks anew)."""
+    import hashlib
+
+    folder = Path(name)
+    if not folder.is_dir():
+        return name
+    h = hashlib.sha256()
+    for path in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    return f"{name}@{h.hexdigest()[:12]}"
+
+
+def training_questions(config: dict) -> list[Question]:
+    """The config's training questions with their gold facts (OBQA's fact1 inline, WorldTree's
+    explanations through data.gold_facts_files), checked before any model loads."""
+    from cgr.data.gold import attach_gold_facts
+    from cgr.data.loaders import load_multiple_choice
+
+    data = config["data"]
+    files = data["train_file"] if isinstance(data["train_file"], list) else [data["train_file"]]
+    questions = [q for path in files for q in load_multiple_choice(path)]
+    if data.get("gold_facts_files"):
+        attach_gold_facts(questions, list(data["gold_facts_files"]))
+    if not ranker_pairs(questions):
+        raise DataFormatError(
+            ", ".join(files), None, "fact1/gold_facts",
+            "no question with an answer key and a gold fact to train a ranker on",
+        )  # fmt: skip
+    return questions
+
+
+def main(argv: list[str], resolve) -> int:
+    """`cgr ranker --config CFG --out DIR`: trains a chain ranker on the config's train file."""
+    parser = argparse.ArgumentParser(prog="cgr ranker", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", required=True, help="a training config (its train file)")
+    parser.add_argument("--out", required=True, type=Path, help="the ranker's folder")
+    parser.add_argument("--encoder", help="the encoder to fine-tune (default: the config's)")
+    parser.add_argument("--epochs", type=int, default=RankerConfig.epochs)
+    parser.add_argument("--batch-size", type=int, default=RankerConfig.batch_size)
+    parser.add_argument("--lr", type=float, default=RankerConfig.lr)
+    parser.add_argument("--seed", type=int, default=RankerConfig.seed)
+    parser.add_argument("--accelerator", default="auto", help="pl.Trainer's (cpu, gpu, auto)")
+    args = parser.parse_args(argv)
+    cfg = RankerConfig(args.epochs, args.batch_size, args.lr, seed=args.seed)
+    if args.out.exists() and any(args.out.iterdir()) and not (args.out / RANKER_FILE).exists():
+        raise ConfigError(f"{args.out}: a folder that is not a ranker's; give an empty or new one")
+    config = resolve(args.config)
+    pairs = ranker_pairs(training_questions(config))
+    encoder = args.encoder or config["data"]["retrieval"]["encoder"]
+    info = train_ranker(pairs, encoder, args.out, cfg, accelerator=args.accelerator, devices=1)
+    log.info("ranker trained on %d pairs, last loss %.3f: %s", len(pairs), info["last_loss"],
+             args.out)  # fmt: skip
+    print(args.out)
+    return 0
