@@ -67,6 +67,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-root", action="append", default=[], metavar="FOLDER",
                         help="a folder whose files (corpus, open book, dev file) a model written "
                              "elsewhere may read; repeatable")  # fmt: skip
+    parser.add_argument("--rank-encoder", metavar="FOLDER",
+                        help="a chain ranker (`cgr ranker`) that ranks the chains in place of the "
+                             "model's data.chains.rank_encoder; the facts read stay")  # fmt: skip
 
 
 def model_path(args: argparse.Namespace) -> str:
@@ -74,7 +77,18 @@ def model_path(args: argparse.Namespace) -> str:
     as a model folder here (not reported as a missing checkpoint)."""
     if args.model is not None and not Path(args.model).is_dir():
         read_model_folder(args.model)  # raises: names the folder and what --model takes
+    ranker = getattr(args, "rank_encoder", None)
+    if ranker is not None and not Path(ranker).is_dir():
+        raise ConfigError(f"--rank-encoder {ranker}: no such folder (one `cgr ranker` wrote)")
     return args.checkpoint or args.model
+
+
+def with_rank_encoder(opened: OpenedModel, folder: str | None) -> OpenedModel:
+    """`opened` with its chains ranked by the chain ranker `folder` (None: as stored)."""
+    if folder is not None:
+        opened.data = {**opened.data, "chains": {**(opened.data.get("chains") or {}),
+                                                 "rank_encoder": folder}}  # fmt: skip
+    return opened
 
 
 def open_model(

@@ -57,3 +57,25 @@ def test_empty_question_is_exit_2(capsys, question, tmp_path):
     code = main(["explain", "--checkpoint", "never/loaded.ckpt", "--question",
                  question, "--choices", "a", "b", "--out-dir", str(tmp_path)])  # fmt: skip
     assert code == 2 and "question is empty" in capsys.readouterr().err
+
+
+def test_a_missing_rank_encoder_fails_before_the_model_loads(capsys, tmp_path):
+    code = main(["explain", "--checkpoint", "never/loaded.ckpt", "--question", "q?",
+                 "--choices", "a", "b", "--out-dir", str(tmp_path),
+                 "--rank-encoder", str(tmp_path / "no-ranker")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "--rank-encoder" in err and "no-ranker" in err
+
+
+@pytest.mark.slow
+def test_explain_ranks_the_chains_with_a_ranker_it_is_given(tiny_run, capsys, tmp_path):
+    """--rank-encoder reaches the chain search: the base MiniLM folder as the ranker (a ranker
+    folder is a sentence-transformers folder), the answer and its chain still shown."""
+    from cgr.models import resolve_model
+
+    code = main(["explain", "--checkpoint", str(tiny_run / "ckpt" / "best.ckpt"),
+                 "--question", "Which energy source is renewable?",
+                 "--choices", "coal", "a solar panel", "--out-dir", str(tmp_path / "x"),
+                 "--rank-encoder", str(resolve_model("minilm"))])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and "-> (B)" in out, out
