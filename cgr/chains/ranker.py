@@ -28,6 +28,7 @@ import torch
 
 from cgr.data.records import Question
 from cgr.errors import ConfigError, DataFormatError
+from cgr.retrieval.encoders import TextEncoder
 from cgr.validation import at_least, positive
 
 log = logging.getLogger(__name__)
@@ -43,10 +44,14 @@ class RankerConfig:
     scale: float = 20.0  # the loss's cosine scale (sentence-transformers' default)
     max_length: int = 128
     seed: int = 0
+    # per pair, the book fact the base encoder ranks highest for the query that is none of its
+    # question's gold facts, read as one more negative (DPR's hard negative); 0: in-batch only
+    hard_negatives: int = 1
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "max_length"):
             at_least(f"ranker {name}", getattr(self, name), 1)
+        at_least("ranker hard_negatives", self.hard_negatives, 0)
         positive("ranker lr", self.lr)
         positive("ranker scale", self.scale)
 
@@ -63,23 +68,47 @@ def ranker_pairs(questions: list[Question]) -> list[tuple[str, str]]:
     return pairs
 
 
-def batches(pairs: list[tuple[str, str]], size: int, seed: int) -> list[list[tuple[str, str]]]:
-    """Shuffled batches in which no fact appears twice (a second copy would be scored as a
-    negative of its own query); a pair that fits no open batch starts a new one."""
-    order = list(pairs)
+def batches(rows: list[tuple[str, ...]], size: int, seed: int) -> list[list[tuple[str, ...]]]:
+    """Shuffled batches of (query, gold fact, negatives...) in which no fact appears twice (a
+    query's gold fact read again as another's negative would be scored against itself); a row
+    that fits no open batch starts a new one."""
+    order = list(rows)
     random.Random(seed).shuffle(order)
-    out: list[list[tuple[str, str]]] = []
+    out: list[list[tuple[str, ...]]] = []
     facts: list[set[str]] = []
-    for pair in order:
+    for row in order:
+        mine = set(row[1:])
         for batch, seen in zip(out, facts, strict=True):
-            if len(batch) < size and pair[1] not in seen:
-                batch.append(pair)
-                seen.add(pair[1])
+            if len(batch) < size and not mine & seen:
+                batch.append(row)
+                seen |= mine
                 break
         else:
-            out.append([pair])
-            facts.append({pair[1]})
+            out.append([row])
+            facts.append(mine)
     return out
+
+
+def with_hard_negatives(
+    questions: list[Question], book: list[str], encode, count: int
+) -> list[tuple[str, ...]]:
+    """(query, gold fact, `count` hard negatives) per pair: the book facts `encode` (the base
+    encoder, texts -> unit vectors) ranks highest for the query, none of its question's gold."""
+    import numpy as np
+
+    from cgr.data.records import text_key
+
+    asked = [(q, pairs) for q in questions if (pairs := ranker_pairs([q]))]
+    if count == 0 or not book:
+        return [pair for _, pairs in asked for pair in pairs]
+    scores = np.asarray(encode([pairs[0][0] for _, pairs in asked])) @ np.asarray(encode(book)).T
+    rows = []
+    for (q, pairs), row in zip(asked, scores, strict=True):
+        gold = {text_key(f) for f in q.gold_facts}
+        top = np.argsort(-row)[: count + len(gold)]
+        negatives = [book[i] for i in top if text_key(book[i]) not in gold][:count]
+        rows += [(query, fact, *negatives) for query, fact in pairs]
+    return rows
 
 
 class RankerModule(pl.LightningModule):
@@ -105,9 +134,9 @@ class RankerModule(pl.LightningModule):
         features = self.model.preprocess(list(texts))
         return {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in features.items()}
 
-    def training_step(self, batch: list[tuple[str, str]], batch_idx: int) -> torch.Tensor:
-        queries, facts = zip(*batch, strict=True)
-        loss = self.loss([self._features(queries), self._features(facts)], None)
+    def training_step(self, batch: list[tuple[str, ...]], batch_idx: int) -> torch.Tensor:
+        columns = zip(*batch, strict=True)  # queries, gold facts, hard negatives
+        loss = self.loss([self._features(column) for column in columns], None)
         self.log("ranker_loss", loss, prog_bar=True, batch_size=len(batch))
         return loss
 
@@ -116,9 +145,9 @@ class RankerModule(pl.LightningModule):
 
 
 def train_ranker(
-    pairs: list[tuple[str, str]], encoder: str, out: Path, cfg: RankerConfig, **trainer
+    pairs: list[tuple[str, ...]], encoder: str, out: Path, cfg: RankerConfig, **trainer
 ) -> dict:
-    """Fits the ranker on `pairs` and saves it to `out` (a sentence-transformers folder with
+    """Fits the ranker on `pairs` ((query, gold fact, hard negatives...)) and saves it to `out` (a sentence-transformers folder with
     RANKER_FILE); `trainer`: pl.Trainer arguments (devices, accelerator)."""
     pl.seed_everything(cfg.seed, workers=True, verbose=False)
     module = RankerModule(encoder, cfg)
@@ -164,6 +193,17 @@ def fingerprint(name: str) -> str:
     return f"{name}@{h.hexdigest()[:12]}"
 
 
+def book_texts(config: dict) -> list[str]:
+    """The facts hard negatives come from: the chains' book (`data.chains.book`, WorldTree's
+    tablestore for ARC), else the open book: the facts `chain_order: open_book` ranks first."""
+    from cgr.data.corpus import Corpus
+
+    data = config["data"]
+    open_book = data["retrieval"].get("open_book")
+    files = (data.get("chains") or {}).get("book") or ([open_book] if open_book else [])
+    return Corpus.from_files(files).texts if files else []
+
+
 def training_questions(config: dict) -> list[Question]:
     """The config's training questions with their gold facts (OBQA's fact1 inline, WorldTree's
     explanations through data.gold_facts_files), checked before any model loads."""
@@ -194,15 +234,21 @@ def main(argv: list[str], resolve) -> int:
     parser.add_argument("--lr", type=float, default=RankerConfig.lr)
     parser.add_argument("--seed", type=int, default=RankerConfig.seed)
     parser.add_argument("--accelerator", default="auto", help="pl.Trainer's (cpu, gpu, auto)")
+    parser.add_argument("--hard-negatives", type=int, default=RankerConfig.hard_negatives,
+                        help="per pair, this many of the book's facts the base encoder ranks "
+                             "highest that are not gold (0: in-batch negatives only)")  # fmt: skip
     args = parser.parse_args(argv)
-    cfg = RankerConfig(args.epochs, args.batch_size, args.lr, seed=args.seed)
+    cfg = RankerConfig(args.epochs, args.batch_size, args.lr, seed=args.seed,
+                       hard_negatives=args.hard_negatives)  # fmt: skip
     if args.out.exists() and any(args.out.iterdir()) and not (args.out / RANKER_FILE).exists():
         raise ConfigError(f"{args.out}: a folder that is not a ranker's; give an empty or new one")
     config = resolve(args.config)
-    pairs = ranker_pairs(training_questions(config))
+    questions = training_questions(config)
     encoder = args.encoder or config["data"]["retrieval"]["encoder"]
-    info = train_ranker(pairs, encoder, args.out, cfg, accelerator=args.accelerator, devices=1)
-    log.info("ranker trained on %d pairs, last loss %.3f: %s", len(pairs), info["last_loss"],
+    rows = with_hard_negatives(questions, book_texts(config), TextEncoder(encoder).encode,
+                               cfg.hard_negatives)  # fmt: skip
+    info = train_ranker(rows, encoder, args.out, cfg, accelerator=args.accelerator, devices=1)
+    log.info("ranker trained on %d pairs, last loss %.3f: %s", len(rows), info["last_loss"],
              args.out)  # fmt: skip
     print(args.out)
     return 0

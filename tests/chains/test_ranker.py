@@ -15,6 +15,7 @@ from cgr.chains.ranker import (
     ranker_pairs,
     ranker_scorer,
     train_ranker,
+    with_hard_negatives,
 )
 from cgr.cli import main as cli_main
 from cgr.data.records import Choice, Question
@@ -110,3 +111,22 @@ def test_the_command_says_what_is_wrong_before_any_model_loads(tmp_path, capsys)
     assert cli_main(["ranker", "--config", str(config), "--out", str(taken)]) == 2
     assert "not a ranker's" in capsys.readouterr().err
     assert (taken / "notes.txt").read_text() == "mine"
+
+
+def test_hard_negatives_are_the_books_closest_facts_that_are_not_gold():
+    """A fake encoder with fixed vectors: the query is closest to its gold fact, then to the
+    distractor, then to the far fact; the gold fact is never its own negative."""
+    vectors = {"What measures heat? a thermometer": [1.0, 0.0],
+               "a thermometer measures temperature": [1.0, 0.0],
+               "a thermometer is glass": [0.8, 0.6], "rocks are hard": [0.0, 1.0]}  # fmt: skip
+    encode = lambda texts: np.array([vectors[t] for t in texts])  # noqa: E731
+    qs = [question("1", "What measures heat?", ["a ruler", "a thermometer"], 1,
+                   ["a thermometer measures temperature"])]  # fmt: skip
+    book = ["rocks are hard", "a thermometer measures temperature", "a thermometer is glass"]
+    rows = with_hard_negatives(qs, book, encode, 1)
+    assert rows == [("What measures heat? a thermometer", "a thermometer measures temperature",
+                     "a thermometer is glass")]  # fmt: skip
+    assert with_hard_negatives(qs, book, encode, 0) == ranker_pairs(qs)
+    # a batch never holds a fact twice, negatives included
+    clash = [("q1", "f1", "f2"), ("q2", "f2", "f3"), ("q3", "f4", "f5")]
+    assert all(len({f for r in b for f in r[1:]}) == 2 * len(b) for b in batches(clash, 3, 0))
