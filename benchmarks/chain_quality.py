@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import statistics
 import sys
 import time
@@ -160,6 +161,14 @@ def chain_config(config: dict, setting: str, ranker: str | None = None) -> Chain
     # a generous budget: a search cut by time would make the table depend on the machine
 
 
+def ranker_info(folder: str) -> dict:
+    """A chain ranker's folder and what `cgr ranker` trained it with (its ranker.json)."""
+    from cgr.chains.ranker import RANKER_FILE
+
+    path = Path(folder) / RANKER_FILE
+    return {"folder": folder, **(json.loads(path.read_text()) if path.is_file() else {})}
+
+
 def open_book_keys(config: dict) -> frozenset[str]:
     """The book of `chain_order: open_book` as text keys: the dataset config's `data.chains.book`,
     else its open book (none: the order is `relevance`)."""
@@ -270,10 +279,10 @@ def table(datasets: list[str], split: str, settings: list[str]) -> None:
         n = found[0]["questions"]
         print(f"\n{dataset} {split} ({n} questions with gold facts; {found[0]['machine']}):")
         print_table(["setting", *(c for c, _, _ in COLUMNS)], rows)
-        for setting, against in PAIRED:
-            line = paired_line(dataset, split, setting, against)
-            if line and setting in settings:
-                print(f"\n{line}")
+        lines = [line for setting, against in PAIRED if setting in settings
+                 and (line := paired_line(dataset, split, setting, against))]  # fmt: skip
+        if lines:  # one block under the table
+            print("\n" + "\n".join(lines))
 
 
 # settings whose gold-on-best-chain difference the table states, paired over the questions
@@ -368,6 +377,8 @@ def main() -> None:
 
                 encode = datamodule(config, config["data"]["dev_file"]).pipeline._base().encode
             row = measure(examples, cfg, cosine, ranked, open_book, encode)
+            if cfg.rank_encoder:  # which ranker, and what it was trained with
+                row["ranker"] = ranker_info(cfg.rank_encoder)
             row.update(dataset=dataset, split=args.split, setting=setting,
                        chains=SETTINGS[setting], machine=machine(), date=time.strftime("%Y-%m-%d"))  # fmt: skip
             save_result(result_name(dataset, args.split, setting), row)

@@ -44,9 +44,11 @@ class RankerConfig:
     scale: float = 20.0  # the loss's cosine scale (sentence-transformers' default)
     max_length: int = 128
     seed: int = 0
-    # per pair, the book fact the base encoder ranks highest for the query that is none of its
-    # question's gold facts, read as one more negative (DPR's hard negative); 0: in-batch only
-    hard_negatives: int = 1
+    # per pair, the book facts the base encoder ranks highest for the query that are none of
+    # its question's gold facts, read as more negatives (DPR's hard negatives). 0, in-batch
+    # only: with 1 the similar_links chain shown first held the gold fact for 53.0 against
+    # 54.4 % of OBQA dev questions (benchmarks/chain_quality.py --rank-encoder)
+    hard_negatives: int = 0
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "max_length"):
