@@ -368,9 +368,9 @@ def main() -> None:
                 relevance = relevance_keys(config, examples)
             ranked = relevance
             if cfg.rank_encoder:  # the chains ranked by the ranker's relevance instead
-                from cgr.chains.ranker import ranker_scorer
+                from cgr.evidence.relevance import ranker_relevance
 
-                ranked = fact_relevance(examples, "question_choice", ranker_scorer(ranker))
+                ranked = fact_relevance(examples, "question_choice", ranker_relevance(ranker))
             encode = None
             if cfg.link_similarity is not None:
                 from benchmarks.chains import datamodule

@@ -170,15 +170,6 @@ def train_ranker(
     return info
 
 
-def ranker_scorer(name: str, batch_size: int = 64, max_length: int = 128, device=None):
-    """The ranker's relevance (cgr.evidence.relevance): queries and pool facts both encoded by
-    it, as it was trained; the model loads on first use."""
-    from cgr.evidence.relevance import HypothesisRelevance
-    from cgr.retrieval.encoders import TextEncoder
-
-    return HypothesisRelevance(TextEncoder(name, batch_size, max_length, device))
-
-
 def fingerprint(name: str) -> str:
     """A ranker's name with a hash of its weights where it is a local folder (chain cache keys:
     a ranker retrained into the same folder ranks anew)."""

@@ -228,12 +228,12 @@ class EvidencePipeline:
         return fact_relevance(examples, self.evidence.order if scorer else "retrieval", scorer)
 
     def _chain_ranker(self):
-        """`data.chains.rank_encoder`'s relevance (cgr.chains.ranker), built on first use."""
+        """`data.chains.rank_encoder`'s relevance (a chain ranker), built on first use."""
         if self._ranker is None:
-            from cgr.chains.ranker import ranker_scorer
+            from cgr.evidence.relevance import ranker_relevance
 
             cfg = self.retrieval
-            self._ranker = ranker_scorer(
+            self._ranker = ranker_relevance(
                 self.chains.rank_encoder, cfg.encode_batch_size, cfg.max_query_length, self.device
             )
         return self._ranker

@@ -52,3 +52,11 @@ class HypothesisRelevance:
         for q, pool in zip(queries, pools, strict=True):
             out.append((self._fact_vectors(pool) @ q).tolist() if pool else [])
         return out
+
+
+def ranker_relevance(
+    name: str, batch_size: int = 64, max_length: int = 128, device=None
+) -> HypothesisRelevance:
+    """A chain ranker's relevance (`data.chains.rank_encoder`, cgr.chains.ranker): queries and
+    pool facts both encoded by it, as it was trained; the model loads on first use."""
+    return HypothesisRelevance(TextEncoder(name, batch_size, max_length, device))

@@ -41,7 +41,10 @@ CACHE_PATHS = {
     ("pool_cache_dir",): ".cache/cgr/pools",
     ("chains", "amr", "cache"): ".cache/cgr/amr.sqlite",
 }
-MODEL_NAMES = (("retrieval", "encoder"),)  # a packaged name, a hub name or a local folder
+MODEL_NAMES = (  # a packaged name, a hub name or a local folder
+    ("retrieval", "encoder"),
+    ("chains", "rank_encoder"),  # a chain ranker (cgr ranker)
+)
 
 
 class StoredPathError(ConfigError):

@@ -13,13 +13,13 @@ from cgr.chains.ranker import (
     batches,
     fingerprint,
     ranker_pairs,
-    ranker_scorer,
     train_ranker,
     with_hard_negatives,
 )
 from cgr.cli import main as cli_main
 from cgr.data.records import Choice, Question
 from cgr.errors import ConfigError
+from cgr.retrieval.encoders import TextEncoder
 
 
 def question(qid: str, stem: str, choices: list[str], answer: int | None, gold: list[str]):
@@ -69,7 +69,7 @@ PAIRS = [
 def margins(name: str) -> np.ndarray:
     """For each query, cosine to its gold fact minus the mean cosine to the other pairs' facts,
     under the encoder `name`: what the ranker is trained to widen."""
-    encoder = ranker_scorer(name).encoder
+    encoder = TextEncoder(name)
     queries = encoder.encode([q for q, _ in PAIRS])
     facts = encoder.encode([f for _, f in PAIRS])
     sims = queries @ facts.T
