@@ -71,15 +71,16 @@ def ranker_pairs(questions: list[Question]) -> list[tuple[str, str]]:
 
 
 def batches(rows: list[tuple[str, ...]], size: int, seed: int) -> list[list[tuple[str, ...]]]:
-    """Shuffled batches of (query, gold fact, negatives...) in which no fact appears twice (a
-    query's gold fact read again as another's negative would be scored against itself); a row
+    """Shuffled batches of (query, gold fact, negatives...) in which no fact and no query
+    appears twice: a query's gold fact read again as another row's negative, or a second gold
+    fact of the same query (WorldTree lists several), would be scored as its negative; a row
     that fits no open batch starts a new one."""
     order = list(rows)
     random.Random(seed).shuffle(order)
     out: list[list[tuple[str, ...]]] = []
-    facts: list[set[str]] = []
+    facts: list[set[tuple[str, str]]] = []
     for row in order:
-        mine = set(row[1:])
+        mine = {("query", row[0])} | {("fact", f) for f in row[1:]}
         for batch, seen in zip(out, facts, strict=True):
             if len(batch) < size and not mine & seen:
                 batch.append(row)

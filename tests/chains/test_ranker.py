@@ -47,6 +47,9 @@ def test_batches_hold_every_pair_once_and_never_one_fact_twice():
     assert sorted(p for b in out for p in b) == sorted(pairs)
     assert all(len(b) <= 4 and len({f for _, f in b}) == len(b) for b in out)
     assert out == batches(pairs, 4, seed=1)  # seeded
+    # two gold facts of one query never share a batch: each would be the other's negative
+    same = [("q", "f1"), ("q", "f2"), ("r", "f3")]
+    assert all(len({q for q, _ in b}) == len(b) for b in batches(same, 3, 0))
 
 
 def test_ranker_config_is_checked():
