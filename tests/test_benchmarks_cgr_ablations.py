@@ -153,3 +153,14 @@ def test_the_settings_table_pairs_each_cgr_row_in_our_settings_with_the_authors(
     assert len([line for line in out.splitlines() if line.startswith("| ")]) == 2  # the reader
     # row has no retriever settings: header and no_global only
     assert saved[f"cgr_ablations_paired-{authors}-vs-ours"]["a"] == ours
+
+
+def test_similar_links_reach_the_row_config_and_name_the_row_apart():
+    base = {"seed_everything": 33, "trainer": {"callbacks": []}, "model": {"init_args": {}},
+            "data": {"retrieval": {}, "chains": {}, "evidence": {}}}  # fmt: skip
+    similar = argparse.Namespace(**{**vars(BUDGET), "link_similarity": 0.5})
+    plain, other = (ablations.row_config(base, "no_chain_losses", 1, b) for b in (BUDGET, similar))
+    assert "link_similarity" not in plain["data"]["chains"]  # the config's (off)
+    assert other["data"]["chains"]["link_similarity"] == 0.5
+    first, second = (ablations.tag("obqa", "no_chain_losses", 1, b) for b in (BUDGET, similar))
+    assert second == first.replace("-s1", "-sim0.5-s1")  # rows without it keep their names
