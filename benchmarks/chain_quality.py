@@ -154,11 +154,18 @@ def chain_config(config: dict, setting: str, ranker: str | None = None) -> Chain
 
     chains = config["data"]["chains"]
     base = {k: v for k, v in chains.items() if k not in ("enabled", "amr", "workers")}
+    # a generous budget: a search cut by time would make the table depend on the machine
     values = {**base, **PAPER, **SETTINGS[setting], "time_budget_s": 5.0}
     if values.get("rank_encoder"):
         values["rank_encoder"] = ranker
     return ChainConfig(amr=AMRConfig(**chains["amr"]), **values)
-    # a generous budget: a search cut by time would make the table depend on the machine
+
+
+def base_encode(config: dict):
+    """The dataset's base encoder's `encode` (texts -> unit vectors), for `link_similarity`."""
+    from benchmarks.chains import datamodule
+
+    return datamodule(config, config["data"]["dev_file"]).pipeline._base().encode
 
 
 def ranker_info(folder: str) -> dict:
@@ -307,11 +314,11 @@ def paired_line(dataset: str, split: str, setting: str, against: str) -> str | N
 def sweep(dataset: str, split: str, thresholds: list[float]) -> None:
     """The similar_links setting at each threshold: gold on the best / on a kept chain, right
     and wrong choices with a chain (%)."""
-    from benchmarks.chains import datamodule, relevance_keys
+    from benchmarks.chains import relevance_keys
 
     examples, config = pools(dataset, split)
     cosine, relevance = hypothesis_cosine(config, examples), relevance_keys(config, examples)
-    encode = datamodule(config, config["data"]["dev_file"]).pipeline._base().encode
+    encode = base_encode(config)
     rows = []
     for threshold in thresholds:
         cfg = replace(chain_config(config, "similar_links"), link_similarity=threshold)
@@ -353,7 +360,7 @@ def main() -> None:
         return
     for dataset in args.datasets:
         examples, config = pools(dataset, args.split)
-        relevance, cosine = None, hypothesis_cosine(config, examples)
+        relevance, cosine, encode = None, hypothesis_cosine(config, examples), None
         open_book = open_book_keys(config)
         ranker = args.rank_encoder or RANKER.format(dataset=dataset)
         for setting in args.settings:
@@ -371,12 +378,10 @@ def main() -> None:
                 from cgr.evidence.relevance import ranker_relevance
 
                 ranked = fact_relevance(examples, "question_choice", ranker_relevance(ranker))
-            encode = None
-            if cfg.link_similarity is not None:
-                from benchmarks.chains import datamodule
-
-                encode = datamodule(config, config["data"]["dev_file"]).pipeline._base().encode
-            row = measure(examples, cfg, cosine, ranked, open_book, encode)
+            if cfg.link_similarity is not None and encode is None:  # one encoder per dataset
+                encode = base_encode(config)
+            row = measure(examples, cfg, cosine, ranked, open_book,
+                          encode if cfg.link_similarity is not None else None)  # fmt: skip
             if cfg.rank_encoder:  # which ranker, and what it was trained with
                 row["ranker"] = ranker_info(cfg.rank_encoder)
             row.update(dataset=dataset, split=args.split, setting=setting,
