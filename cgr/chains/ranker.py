@@ -193,8 +193,10 @@ def book_texts(config: dict) -> list[str]:
     from cgr.data.corpus import Corpus
 
     data = config["data"]
-    open_book = data["retrieval"].get("open_book")
-    files = (data.get("chains") or {}).get("book") or ([open_book] if open_book else [])
+    from cgr.chains.builder import ChainConfig
+
+    book = ChainConfig(chain_order="open_book", book=(data.get("chains") or {}).get("book"))
+    files = book.book_files(data["retrieval"].get("open_book"))  # the chain order's own rule
     return Corpus.from_files(files).texts if files else []
 
 
