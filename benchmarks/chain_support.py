@@ -257,13 +257,16 @@ def paired_orders(first: dict[str, list[bool]]) -> dict[str, list[float]]:
 
 def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: str = "support",
             search_order: str | None = None, orders_only: bool = False,
-            evidence_order: str | None = None, chains: dict | None = None) -> dict:  # fmt: skip
+            evidence_order: str | None = None, chains: dict | None = None,
+            support_reader: str | None = None) -> dict:  # fmt: skip
     """`order`: how the chains shown (faithfulness) are ranked; `search_order`: the chain
     search's data.chains.chain_order in place of the checkpoint's; `evidence_order`:
     data.evidence.order in place of the checkpoint's (it also ranks the facts the chain search
     orders by relevance: `retriever` is the authors' pathway, the checkpoint's query encoder);
     `chains`: other data.chains settings in place of the checkpoint's (link_similarity,
-    rank_encoder);
+    rank_encoder); `support_reader`: a support reader's folder (cgr support-reader) judges the
+    chains' support in place of the checkpoint's reader (which still answers and is measured
+    for faithfulness);
     `orders_only`: without faithfulness and the AMR role signal (the chain orders' comparison
     alone)."""
     from cgr.evaluation.support import (
@@ -277,7 +280,12 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
     rng = random.Random(SEED)
     module, pipeline, questions, examples = examples_of(checkpoint, data, search_order,
                                                         evidence_order, chains)  # fmt: skip
-    support = chain_support(module, examples)
+    judge = module
+    if support_reader:
+        from cgr.reader.support_reader import load_support_reader
+
+        judge = load_support_reader(support_reader)
+    support = chain_support(judge, examples)
     firsts = {o: [[shown_first(c, sup, o) for c, sup in zip(ex.chains or [], s, strict=False)]
                   for ex, s in zip(examples, support, strict=True)] for o in ORDERS}  # fmt: skip
     for ex, sup in zip(examples, support, strict=True):
@@ -320,7 +328,7 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
         "order": order, "search_order": search_order or pipeline.chains.chain_order,
         "evidence_order": pipeline.evidence.order,
         "link_similarity": pipeline.chains.link_similarity,
-        "rank_encoder": pipeline.chains.rank_encoder,
+        "rank_encoder": pipeline.chains.rank_encoder, "support_reader": support_reader,
         **{f"gold_first_{o}": 100 * statistics.mean(v) if v else None
            for o, v in gold_first.items()},
         "gold_first_paired": paired_orders(gold_first),
@@ -335,17 +343,31 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
                  for c, v in enumerate(row)]  # fmt: skip
         result[f"{key}_auc"] = auc([v for v, r in pairs if r], [v for v, r in pairs if not r])
     if calibrate:
-        result["calibrated_threshold"] = calibrated(module, pipeline, calibrate)
+        result["calibrated_threshold"] = calibrated(judge, pipeline, calibrate,
+                                                    held_out_ids(support_reader))  # fmt: skip
     return result
 
 
-def calibrated(module, pipeline, path: str) -> float:
+def held_out_ids(support_reader: str | None) -> set[str] | None:
+    """The training questions a support reader left out (None: no support reader)."""
+    if not support_reader:
+        return None
+    import json
+
+    from cgr.reader.support_reader import SUPPORT_FILE
+
+    return set(json.loads((Path(support_reader) / SUPPORT_FILE).read_text())["held_out"])
+
+
+def calibrated(module, pipeline, path: str, ids: set[str] | None = None) -> float:
     """The support threshold that best tells right from wrong choices on a training file
-    (Youden's J over the choices' best chain support)."""
+    (Youden's J over the choices' best chain support); `ids`: only these questions (those a
+    support reader did not train on), else the file's first 300."""
     from cgr.data.loaders import load_multiple_choice
     from cgr.evaluation.support import chain_support
 
-    questions = load_multiple_choice(path)[:300]
+    questions = load_multiple_choice(path)
+    questions = [q for q in questions if q.id in ids] if ids is not None else questions[:300]
     examples = pipeline(questions)
     best = [(max(s, default=0.0), c == q.answer_index)
             for q, sup in zip(questions, chain_support(module, examples), strict=True)
@@ -569,6 +591,10 @@ def main() -> None:
         help="data.chains.rank_encoder: a chain ranker (cgr ranker) ranks the chains' facts",
     )
     parser.add_argument(
+        "--support-reader",
+        help="a support reader's folder (cgr support-reader) judges support, not the checkpoint",
+    )
+    parser.add_argument(
         "--orders-only",
         action="store_true",
         help="only the chain orders' comparison (no faithfulness, no AMR roles)",
@@ -594,7 +620,7 @@ def main() -> None:
             return
         result = measure(
             args.checkpoint, data, args.calibrate, args.order, args.search_order,
-            args.orders_only, args.evidence_order, chain_settings(args),
+            args.orders_only, args.evidence_order, chain_settings(args), args.support_reader,
         )  # fmt: skip
         save_result(f"chain_support-{name}", result)
     table()

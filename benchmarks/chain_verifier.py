@@ -33,6 +33,7 @@ from benchmarks import common  # noqa: E402
 from benchmarks.chain_support import auc, gold_texts, on_gold, youden  # noqa: E402
 
 SEED = 0
+SUPPORT_READER = "support_reader"  # a support reader's p(choice | the chain's facts alone)
 FEATURES = (
     "support",  # the reader's p(choice | the chain's facts alone)
     "contrast",  # support minus the best support any other choice of the question has
@@ -68,17 +69,30 @@ def chain_features(examples, support, candidates: int) -> list[list[list[list[fl
     return out
 
 
-def scored_examples(checkpoint: Path, data: str | None, limit: int, candidates: int, rng):
-    """The questions of `data` (a sample of `limit`), their examples, supports and features."""
+def scored_examples(checkpoint: Path, data: str | None, limit: int, candidates: int, rng,
+                    support_reader: str | None = None, ids: set[str] | None = None):  # fmt: skip
+    """The questions of `data` (a sample of `limit`, or those in `ids`), their examples,
+    supports and features; with `support_reader`, its support of each chain as a last feature."""
     from cgr.evaluation.support import chain_support
 
     module, _, questions, examples = common.cached_examples(checkpoint, data)
     pairs = list(zip(questions, examples, strict=True))
-    if limit and len(pairs) > limit:
+    if ids is not None:
+        pairs = [(q, e) for q, e in pairs if q.id in ids]
+    elif limit and len(pairs) > limit:
         pairs = rng.sample(pairs, limit)
     questions, examples = [q for q, _ in pairs], [e for _, e in pairs]
     support = chain_support(module, examples, candidates)
-    return questions, examples, support, chain_features(examples, support, candidates)
+    features = chain_features(examples, support, candidates)
+    if support_reader:
+        from cgr.reader.support_reader import load_support_reader
+
+        judged = chain_support(load_support_reader(support_reader), examples, candidates)
+        for feats, sup in zip(features, judged, strict=True):
+            for rows, scores in zip(feats, sup, strict=True):
+                for row, value in zip(rows, scores, strict=True):
+                    row.append(value)
+    return questions, examples, support, features
 
 
 def training_rows(questions, examples, features) -> tuple[list[list[float]], list[int]]:
@@ -94,7 +108,7 @@ def training_rows(questions, examples, features) -> tuple[list[list[float]], lis
     return x, y
 
 
-def fit(x: list[list[float]], y: list[int]) -> dict:
+def fit(x: list[list[float]], y: list[int], names: tuple[str, ...] = FEATURES) -> dict:
     """Standardised logistic regression; its weights as numbers (nothing pickled)."""
     import numpy as np
     from sklearn.linear_model import LogisticRegression
@@ -103,7 +117,7 @@ def fit(x: list[list[float]], y: list[int]) -> dict:
     mean, std = arr.mean(0), arr.std(0) + 1e-9
     model = LogisticRegression(C=1.0, max_iter=1000, class_weight="balanced")
     model.fit((arr - mean) / std, np.asarray(y))
-    return {"features": list(FEATURES), "mean": mean.tolist(), "std": std.tolist(),
+    return {"features": list(names), "mean": mean.tolist(), "std": std.tolist(),
             "weights": model.coef_[0].tolist(), "bias": float(model.intercept_[0])}  # fmt: skip
 
 
@@ -118,8 +132,12 @@ def verify(verifier: dict, row: list[float]) -> float:
 
 
 def signals(verifier: dict) -> dict:
-    """Each signal as a function of a chain's feature row."""
-    return {"support": lambda r: r[0], "verifier": lambda r: verify(verifier, r)}
+    """Each signal as a function of a chain's feature row (a support reader's support is the
+    row's last feature, after FEATURES)."""
+    out = {"support": lambda r: r[0], "verifier": lambda r: verify(verifier, r)}
+    if SUPPORT_READER in verifier["features"]:
+        out[SUPPORT_READER] = lambda r: r[len(FEATURES)]
+    return out
 
 
 def best_scores(features, signal) -> list[list[tuple[float, int | None]]]:
@@ -160,11 +178,18 @@ def evaluate(questions, examples, best, threshold: float) -> dict:
     }  # fmt: skip
 
 
-def measure(checkpoint: Path, train: str, limit: int, candidates: int) -> dict:
+def measure(checkpoint: Path, train: str, limit: int, candidates: int,
+            support_reader: str | None = None) -> dict:  # fmt: skip
+    """The verifier fitted on `limit` training questions, or with `support_reader` on the ones
+    it left out (it trained on the others), and every signal measured on the dev file."""
+    from benchmarks.chain_support import held_out_ids
+
     rng = random.Random(SEED)
-    tq, tex, _, tfeats = scored_examples(checkpoint, train, limit, candidates, rng)
+    tq, tex, _, tfeats = scored_examples(checkpoint, train, limit, candidates, rng,
+                                         support_reader, held_out_ids(support_reader))  # fmt: skip
     x, y = training_rows(tq, tex, tfeats)
-    verifier = fit(x, y)
+    verifier = fit(x, y, FEATURES + ((SUPPORT_READER,) if support_reader else ()))
+    verifier["support_reader"] = support_reader
     thresholds = {name: calibrate(best_scores(tfeats, signal), tq)
                   for name, signal in signals(verifier).items()}  # fmt: skip
     out = {"train_questions": len(tq), "positives": sum(y), "negatives": len(y) - sum(y)}
@@ -175,7 +200,8 @@ def measure_dev(checkpoint: Path, train: str, candidates: int, verifier: dict,
                 thresholds: dict[str, float]) -> dict:  # fmt: skip
     """Every signal on the checkpoint's dev file, with a fitted verifier and the thresholds the
     training questions gave (a saved run is measured again on dev alone with them)."""
-    dq, dex, _, dfeats = scored_examples(checkpoint, None, 0, candidates, random.Random(SEED))
+    dq, dex, _, dfeats = scored_examples(checkpoint, None, 0, candidates, random.Random(SEED),
+                                         verifier.get("support_reader"))  # fmt: skip
     rows = {name: evaluate(dq, dex, best_scores(dfeats, signal), thresholds[name])
             for name, signal in signals(verifier).items()}  # fmt: skip
     return {
@@ -184,16 +210,21 @@ def measure_dev(checkpoint: Path, train: str, candidates: int, verifier: dict,
     }  # fmt: skip
 
 
-def paired_answer(row: dict) -> str | None:
-    """The verifier against support as the answer, paired over the dev questions."""
-    a, b = (row["signals"][k].get("answered") for k in ("support", "verifier"))
-    if not a or not b:
-        return None
-    a_only = sum(x and not y for x, y in zip(a, b, strict=True))
-    b_only = sum(y and not x for x, y in zip(a, b, strict=True))
-    diff, lo, hi = common.paired_interval(a_only, b_only, len(a))
-    return (f"verifier − support as the answer: {diff:+.1f} [{lo:+.1f}, {hi:+.1f}] points over "
-            f"{len(a)} paired questions, exact McNemar p = {common.mcnemar_p(a_only, b_only):.2f}")  # fmt: skip
+def paired_answer(row: dict) -> list[str]:
+    """Each signal against support as the answer, paired over the dev questions."""
+    lines = []
+    base = row["signals"]["support"].get("answered")
+    for name, signal in row["signals"].items():
+        other = signal.get("answered")
+        if name == "support" or not base or not other:
+            continue
+        a_only = sum(x and not y for x, y in zip(base, other, strict=True))
+        b_only = sum(y and not x for x, y in zip(base, other, strict=True))
+        diff, lo, hi = common.paired_interval(a_only, b_only, len(base))
+        lines.append(f"{name} − support as the answer: {diff:+.1f} [{lo:+.1f}, {hi:+.1f}] points "
+                     f"over {len(base)} paired questions, exact McNemar p = "
+                     f"{common.mcnemar_p(a_only, b_only):.2f}")  # fmt: skip
+    return lines
 
 
 def table() -> None:
@@ -211,7 +242,7 @@ def table() -> None:
     common.print_table(["run", "signal", "train questions", "AUC right vs wrong", "threshold",
                  "supported right / wrong", "gold on first chain", "as the answer", "date"], rows)  # fmt: skip
     for path in sorted(common.RESULTS.glob("chain_verifier-*.json")):
-        if line := paired_answer(common.load_result(path.stem)):
+        for line in paired_answer(common.load_result(path.stem)):
             print(f"{path.stem.removeprefix('chain_verifier-')}: {line}")
 
 
@@ -222,6 +253,10 @@ def main() -> None:
     parser.add_argument("--train-questions", type=int, default=400)
     parser.add_argument("--candidates", type=int, default=10)
     parser.add_argument("--name")
+    parser.add_argument("--support-reader",
+                        help="a support reader's folder (cgr support-reader): its support as a "
+                             "signal and a verifier feature, calibrated on the training "
+                             "questions it left out")  # fmt: skip
     parser.add_argument("--dev-only", action="store_true",
                         help="measure a saved run (--name) on dev again, with its verifier and thresholds")  # fmt: skip
     parser.add_argument("--table", action="store_true")
@@ -238,7 +273,8 @@ def main() -> None:
             row = saved | measure_dev(Path(saved["checkpoint"]), saved["train"],
                                       saved["candidates"], saved["verifier"], thresholds)  # fmt: skip
         else:
-            row = measure(args.checkpoint, args.train, args.train_questions, args.candidates)
+            row = measure(args.checkpoint, args.train, args.train_questions, args.candidates,
+                          args.support_reader)  # fmt: skip
         row["date"] = datetime.date.today().isoformat()
         common.save_result(name, row)
     table()

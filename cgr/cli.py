@@ -155,6 +155,13 @@ def ranker_command(argv: list[str]) -> int:
     return ranker_main(argv, resolved_config)
 
 
+def support_reader_command(argv: list[str]) -> int:
+    from cgr.reader.support_reader import main as support_reader_main
+    from cgr.training.config import resolved_config
+
+    return support_reader_main(argv, resolved_config)
+
+
 def amr_command(argv: list[str]) -> int:
     from cgr.amr.commands import main as amr_main
 
@@ -205,6 +212,7 @@ COMMANDS = {
     "serve": serve_command,
     "encode": encode_command,
     "ranker": ranker_command,
+    "support-reader": support_reader_command,
     "amr": amr_command,
     "ircot": ircot_command,
     "riches": riches_command,

@@ -58,11 +58,26 @@ def test_threshold_and_measures_on_a_hand_made_question():
     assert measured["answer_accuracy"] == 0.0 and measured["gold_first"] == 0.0
 
 
-def test_the_verifier_against_support_is_paired_per_question():
+def test_each_signal_against_support_is_paired_per_question():
     from benchmarks.chain_verifier import paired_answer
 
     row = {"signals": {"support": {"answered": [1, 1, 0, 0, 1]},
-                       "verifier": {"answered": [1, 0, 1, 1, 1]}}}  # fmt: skip
-    line = paired_answer(row)
-    assert line.startswith("verifier − support as the answer: +20.0 [") and "5 paired" in line
-    assert paired_answer({"signals": {"support": {}, "verifier": {}}}) is None
+                       "verifier": {"answered": [1, 0, 1, 1, 1]},
+                       "support_reader": {"answered": [0, 1, 0, 0, 1]}}}  # fmt: skip
+    verifier, reader = paired_answer(row)
+    assert (
+        verifier.startswith("verifier − support as the answer: +20.0 [") and "5 paired" in verifier
+    )
+    assert reader.startswith("support_reader − support as the answer: -20.0 [")
+    assert paired_answer({"signals": {"support": {}, "verifier": {}}}) == []
+
+
+def test_a_support_reader_adds_its_signal_read_from_the_last_feature():
+    from benchmarks.chain_verifier import FEATURES, SUPPORT_READER, fit, signals
+
+    rows = [[float(i % 2)] * len(FEATURES) + [0.1 + 0.8 * (i % 2)] for i in range(20)]
+    verifier = fit(rows, [i % 2 for i in range(20)], FEATURES + (SUPPORT_READER,))
+    judged = signals(verifier)
+    assert set(judged) == {"support", "verifier", SUPPORT_READER}
+    assert judged[SUPPORT_READER](rows[1]) == 0.9 and judged["support"](rows[1]) == 1.0
+    assert SUPPORT_READER not in signals({"features": list(FEATURES)})

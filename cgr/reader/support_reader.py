@@ -1,0 +1,222 @@
+"""A support reader: a multiple-choice reader trained to judge one chain, so that a chain's
+support (cgr/evaluation/support.py) is the judgement of a model that learned what a fact
+that answers a question looks like, and what one that only shares its words looks like.
+
+Why a reader of its own: the support of a chain is p(choice | the chain's facts alone), and
+the trained reader learned to answer from a choice's 15–25 facts, not from one chain's one or
+two; it separates right from wrong choices with AUC 0.71 on OBQA dev and 0.56 on ARC dev
+(benchmarks/chain_support.py). The support reader reads what support offers it, one chain's
+facts offered to every choice, and is trained on the training file's questions:
+
+* a gold fact of the question (OBQA's fact1, WorldTree's explanation rows), read by every
+  choice, with the answer as the target: a fact that answers the question;
+* for `negatives` wrong choices, a book fact near "question wrong choice" (the base encoder)
+  that leans to the wrong choice over the answer and is none of the question's gold facts,
+  read by every choice, with every choice equally likely as the target (soft cross-entropy):
+  a fact that shares a wrong choice's words and answers nothing, as link-word chains do.
+
+`cgr support-reader --config CFG --out DIR` saves a Hugging Face multiple-choice folder and
+SUPPORT_FILE (what it was trained on, and the held-out training questions a threshold is
+calibrated on: benchmarks/chain_verifier.py --support-reader).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+
+from cgr.data.records import Question, text_key
+from cgr.errors import ConfigError
+from cgr.reader.examples import ReaderExample
+from cgr.retrieval.base import RetrievedFact
+from cgr.validation import at_least, positive
+
+log = logging.getLogger(__name__)
+
+SUPPORT_FILE = "support_reader.json"  # beside the model's files: how it was trained
+
+
+@dataclass
+class SupportReaderConfig:
+    epochs: int = 1
+    batch_size: int = 16
+    lr: float = 5e-5
+    max_length: int = 128  # question + choice + one chain's facts
+    seed: int = 0
+    negatives: int = 1  # wrong choices per question read with their best non-gold fact
+    hold_out: int = 400  # training questions left out, to calibrate a threshold on
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "max_length"):
+            at_least(f"support reader {name}", getattr(self, name), 1)
+        for name in ("negatives", "hold_out"):
+            at_least(f"support reader {name}", getattr(self, name), 0)
+        positive("support reader lr", self.lr)
+
+
+Row = tuple[ReaderExample, list[float]]  # what every choice reads, and the target over choices
+
+
+def _reading(q: Question, fact: str) -> ReaderExample:
+    """`fact` alone offered to every choice of `q`, as support offers a chain's facts."""
+    choices = [c.text for c in q.choices]
+    read = [RetrievedFact(f"{q.id}:support", fact, 1.0, 1, "chain")]
+    return ReaderExample(q.id, q.stem, [c.label for c in q.choices], choices, choices,
+                         facts=[read] * len(choices), answer_index=q.answer_index)  # fmt: skip
+
+
+def support_rows(
+    questions: list[Question], book: list[str], encode, negatives: int, seed: int = 0
+) -> list[Row]:
+    """Per question with an answer and gold facts: each gold fact with the answer as target,
+    and for `negatives` wrong choices a non-gold book fact with a uniform target (`encode`:
+    texts -> unit vectors)."""
+    import numpy as np
+
+    rng = random.Random(seed)
+    asked = [q for q in questions if q.answer_index is not None and q.gold_facts]
+    rows: list[Row] = []
+    wrong: list[tuple[Question, str, str]] = []
+    for q in asked:
+        n = len(q.choices)
+        for fact in dict.fromkeys(q.gold_facts):
+            rows.append((_reading(q, fact), [float(i == q.answer_index) for i in range(n)]))
+        others = [i for i in range(n) if i != q.answer_index]
+        right = f"{q.stem} {q.choices[q.answer_index].text}"
+        for i in rng.sample(others, min(negatives, len(others))):
+            wrong.append((q, f"{q.stem} {q.choices[i].text}", right))
+    if wrong and book:
+        facts = np.asarray(encode(book))
+        to_wrong = np.asarray(encode([w for _, w, _ in wrong])) @ facts.T
+        to_right = np.asarray(encode([r for _, _, r in wrong])) @ facts.T
+        for (q, _, _), w, r in zip(wrong, to_wrong, to_right, strict=True):
+            rows.append(
+                (_reading(q, link_fact(q, book, w, r)), [1.0 / len(q.choices)] * len(q.choices))
+            )
+    rng.shuffle(rows)
+    return rows
+
+
+def link_fact(q: Question, book: list[str], to_wrong, to_right, top: int = 20) -> str:
+    """Of the `top` non-gold facts closest to "question wrong choice", the one that leans most
+    to the wrong choice over the right (cosine to it minus cosine to "question answer"): a
+    fact that shares the wrong choice's words, as a link-word chain does. The closest fact
+    alone is often one that answers the question (the stem dominates the query) without
+    being listed as gold."""
+    gold = {text_key(f) for f in q.gold_facts}
+    near = [i for i in to_wrong.argsort()[::-1][: top + len(gold)] if text_key(book[i]) not in gold]
+    return book[max(near[:top], key=lambda i: to_wrong[i] - to_right[i])]
+
+
+def held_out(questions: list[Question], count: int, seed: int) -> set[str]:
+    """The ids of `count` answered questions with gold facts the reader does not train on."""
+    ids = [q.id for q in questions if q.answer_index is not None and q.gold_facts]
+    return set(random.Random(seed).sample(ids, min(count, len(ids))))
+
+
+class SupportReaderModule(pl.LightningModule):
+    """A MultipleChoiceReader and the soft-target cross-entropy over its choices."""
+
+    def __init__(self, model: str, cfg: SupportReaderConfig):
+        super().__init__()
+        from cgr.reader.model import MultipleChoiceReader
+
+        self.cfg = cfg
+        self.reader = MultipleChoiceReader(model, cfg.max_length)
+
+    def training_step(self, batch: list[Row], batch_idx: int) -> torch.Tensor:
+        examples = [ex for ex, _ in batch]
+        logits = self.reader(self.reader.encode(examples, self.device))
+        target = torch.zeros_like(logits)
+        for i, (_, t) in enumerate(batch):
+            target[i, : len(t)] = torch.tensor(t, dtype=target.dtype)
+        log_p = logits.float().log_softmax(-1).clamp_min(-1e4)  # masked choices: target 0
+        loss = -(target * log_p).sum(-1).mean()
+        self.log("support_loss", loss, prog_bar=True, batch_size=len(batch))
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.reader.parameters(), lr=self.cfg.lr)
+
+
+def train_support_reader(rows: list[Row], model: str, out: Path, cfg: SupportReaderConfig,
+                         extra: dict | None = None, **trainer) -> dict:  # fmt: skip
+    """Fits the support reader on `rows` and saves it to `out` (a multiple-choice model folder
+    with SUPPORT_FILE); `trainer`: pl.Trainer arguments."""
+    pl.seed_everything(cfg.seed, workers=True, verbose=False)
+    module = SupportReaderModule(model, cfg)
+    loader = torch.utils.data.DataLoader(
+        rows, batch_size=cfg.batch_size, shuffle=True, collate_fn=list
+    )
+    fit = pl.Trainer(
+        max_epochs=cfg.epochs, logger=False, enable_checkpointing=False,
+        enable_model_summary=False, **trainer,
+    )  # fmt: skip
+    fit.fit(module, loader)
+    loss = float(fit.callback_metrics.get("support_loss", float("nan")))
+    info = {"base_model": model, "rows": len(rows), **asdict(cfg), "last_loss": loss,
+            **(extra or {})}  # fmt: skip
+    if fit.is_global_zero:
+        out.mkdir(parents=True, exist_ok=True)
+        module.reader.model.save_pretrained(str(out), safe_serialization=True)
+        module.reader.tokenizer.save_pretrained(str(out))
+        (out / SUPPORT_FILE).write_text(json.dumps(info, indent=2) + "\n")
+    return info
+
+
+def load_support_reader(folder: str | Path):
+    """The saved support reader as a MultipleChoiceReader in eval mode, at its max_length."""
+    from cgr.reader.model import MultipleChoiceReader
+
+    info_path = Path(folder) / SUPPORT_FILE
+    if not info_path.is_file():
+        raise ConfigError(f"{folder}: no {SUPPORT_FILE}; train one with `cgr support-reader`")
+    info = json.loads(info_path.read_text())
+    reader = MultipleChoiceReader(str(folder), int(info.get("max_length", 128)))
+    return reader.eval()
+
+
+def main(argv: list[str], resolve) -> int:
+    """`cgr support-reader --config CFG --out DIR`: trains a support reader on the config's
+    train file."""
+    from cgr.chains.ranker import book_texts, training_questions
+    from cgr.retrieval.encoders import TextEncoder
+
+    parser = argparse.ArgumentParser(prog="cgr support-reader",
+                                     description=__doc__.split("\n\n")[0])  # fmt: skip
+    parser.add_argument("--config", required=True, help="a training config (its train file)")
+    parser.add_argument("--out", required=True, type=Path, help="the support reader's folder")
+    parser.add_argument("--model", help="the reader to fine-tune (default: the config's)")
+    defaults = SupportReaderConfig()
+    for name in ("epochs", "batch_size", "lr", "seed", "negatives", "hold_out"):
+        kind = float if name == "lr" else int
+        parser.add_argument(
+            f"--{name.replace('_', '-')}", type=kind, default=getattr(defaults, name)
+        )
+    parser.add_argument("--accelerator", default="auto", help="pl.Trainer's (cpu, gpu, auto)")
+    args = parser.parse_args(argv)
+    cfg = SupportReaderConfig(args.epochs, args.batch_size, args.lr, seed=args.seed,
+                              negatives=args.negatives, hold_out=args.hold_out)  # fmt: skip
+    if args.out.exists() and any(args.out.iterdir()) and not (args.out / SUPPORT_FILE).exists():
+        raise ConfigError(f"{args.out}: a folder that is not a support reader's; give a new one")
+    config = resolve(args.config)
+    questions = training_questions(config)  # refuses a file without gold facts, before models
+    kept_out = held_out(questions, cfg.hold_out, cfg.seed)
+    train = [q for q in questions if q.id not in kept_out]
+    encoder = config["data"]["retrieval"]["encoder"]
+    rows = support_rows(train, book_texts(config), TextEncoder(encoder).encode, cfg.negatives,
+                        cfg.seed)  # fmt: skip
+    model = args.model or config["model"]["init_args"]["reader_model"]
+    info = train_support_reader(rows, model, args.out, cfg, {"held_out": sorted(kept_out)},
+                                accelerator=args.accelerator, devices=1)  # fmt: skip
+    log.info("support reader trained on %d rows, last loss %.3f: %s", len(rows),
+             info["last_loss"], args.out)  # fmt: skip
+    print(args.out)
+    return 0
