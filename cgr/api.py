@@ -50,6 +50,17 @@ class Predictor:
         self.module, self.pipeline, self.batch_size = module.eval(), pipeline, batch_size
         self.reader = getattr(module, "reader", module)  # scores outside a Trainer
         self.chain_order, self.support_candidates = DEFAULT_ORDER, CANDIDATES
+        self.support_reader = None  # a support reader (use_support_reader), else self.reader
+
+    def use_support_reader(self, folder: str | Path | None) -> Predictor:
+        """Each chain's support judged by the support reader `folder` (`cgr support-reader`)
+        instead of the model's reader; the answers stay the reader's. None: the reader again."""
+        from cgr.reader.support_reader import load_support_reader
+
+        self.support_reader = (
+            None if folder is None else load_support_reader(folder).to(self.reader.device)
+        )
+        return self
 
     @property
     def batch_size(self) -> int:
@@ -107,7 +118,7 @@ class Predictor:
         module, encoder = opened.load(_device(device), lightning=False)
         if encoder is not None:  # CGR
             pipeline.use_query_encoder(encoder)
-        return cls(module, pipeline, batch_size)
+        return cls(module, pipeline, batch_size).use_support_reader(opened.support_reader)
 
     def predict(
         self,
@@ -138,7 +149,8 @@ class Predictor:
         for start in range(0, len(examples), self.batch_size):
             batch = examples[start : start + self.batch_size]
             scored = self.reader.score(batch)
-            out += predictions(self.reader, scored, self.chain_order, self.support_candidates)
+            out += predictions(self.reader, scored, self.chain_order, self.support_candidates,
+                               self.support_reader)  # fmt: skip
         return out
 
 

@@ -134,11 +134,11 @@ def _eval_inputs(args):
         require_writable_file(args.out, "--out")
     if args.export_dir:
         require_writable_dir(args.export_dir, "--export-dir")
-    from cgr.pretrained.source import model_path, open_model, with_rank_encoder
+    from cgr.pretrained.source import model_path, open_model, with_command_line
 
     opened = open_model(model_path(args), args.query_encoder, args.data_root,
                         dev_file=args.data is None)  # fmt: skip
-    return with_rank_encoder(opened, args.rank_encoder)
+    return with_command_line(opened, args)
 
 
 def encode_command(argv: list[str]) -> int:

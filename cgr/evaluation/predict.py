@@ -61,8 +61,9 @@ class PredictionWriter(pl.Callback):
     all are written: a full disk (or a size limit) mid-eval stops with one line naming the
     file and keeps every question written before it in OUT.partial."""
 
-    def __init__(self, out: Path):
+    def __init__(self, out: Path, judge=None):
         self.out, self.partial = out, out.with_name(out.name + ".partial")
+        self.judge = judge  # a support reader, or None: the module's reader judges support
         self.records: list[dict] = []
         self._file, self._written = None, 0
 
@@ -72,7 +73,7 @@ class PredictionWriter(pl.Callback):
         return self
 
     def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
-        rows = prediction_records(pl_module, outputs)
+        rows = prediction_records(pl_module, outputs, self.judge)
         try:
             self._file.writelines(json.dumps(r) + "\n" for r in rows)
             self._file.flush()
@@ -101,12 +102,14 @@ class OutputError(ConfigError):
     pass
 
 
-def prediction_records(module, outputs: list) -> list[dict]:
-    """predict_step's (example, scores) pairs as records, chains scored for support and ranked
+def prediction_records(module, outputs: list, judge=None) -> list[dict]:
+    """predict_step's (example, scores) pairs as records, chains scored for support (by
+    `judge`, a support reader, else the module's reader) and ranked
     (cgr.evaluation.support.DEFAULT_ORDER)."""
     from cgr.evaluation.support import DEFAULT_ORDER, predictions
 
-    return [p.to_dict() for p in predictions(module, outputs, DEFAULT_ORDER, SUPPORT_CANDIDATES)]
+    records = predictions(module, outputs, DEFAULT_ORDER, SUPPORT_CANDIDATES, judge)
+    return [p.to_dict() for p in records]
 
 
 @dataclass
@@ -184,10 +187,11 @@ def evaluate(
     import torch
 
     # on the GPU before the DataModule retrieves: a CGR query encoder encodes there
-    module, encoder = opened.load("cuda" if torch.cuda.is_available() else "cpu")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    module, encoder = opened.load(device)
     if encoder is not None:  # CGR
         datamodule.use_query_encoder(encoder)
-    writer = PredictionWriter(out)
+    writer = PredictionWriter(out, opened.load_support_reader(device))
     trainer = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False,
                          callbacks=[writer])  # fmt: skip
     with writer:

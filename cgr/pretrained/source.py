@@ -24,6 +24,15 @@ class OpenedModel:
     checkpoint: dict | None = None  # a checkpoint's content (weights_only read)
     folder: ModelFolder | None = None
     query_encoder: str = "auto"  # a checkpoint's choice (cgr.pretrained.loading.retrieval_encoder)
+    support_reader: str | None = None  # a folder `cgr support-reader` wrote: judges support
+
+    def load_support_reader(self, device: str = "cpu"):
+        """The support reader that judges the chains' support, or None: the model's reader."""
+        if self.support_reader is None:
+            return None
+        from cgr.reader.support_reader import load_support_reader
+
+        return load_support_reader(self.support_reader).to(device)
 
     @property
     def output_dir(self) -> Path:
@@ -70,6 +79,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rank-encoder", metavar="FOLDER",
                         help="a chain ranker (`cgr ranker`) that ranks the chains in place of the "
                              "model's data.chains.rank_encoder; the facts read stay")  # fmt: skip
+    parser.add_argument("--support-reader", metavar="FOLDER",
+                        help="a support reader (`cgr support-reader`) that judges each chain's "
+                             "support in place of the model's reader; the answers stay")  # fmt: skip
 
 
 def model_path(args: argparse.Namespace) -> str:
@@ -80,6 +92,13 @@ def model_path(args: argparse.Namespace) -> str:
     ranker = getattr(args, "rank_encoder", None)
     if ranker is not None and not Path(ranker).is_dir():
         raise ConfigError(f"--rank-encoder {ranker}: no such folder (one `cgr ranker` wrote)")
+    judge = getattr(args, "support_reader", None)
+    if judge is not None:
+        from cgr.reader.support_reader import SUPPORT_FILE
+
+        if not (Path(judge) / SUPPORT_FILE).is_file():
+            raise ConfigError(f"--support-reader {judge}: not a folder `cgr support-reader` wrote "
+                              f"(no {SUPPORT_FILE})")  # fmt: skip
     return args.checkpoint or args.model
 
 
@@ -89,6 +108,12 @@ def with_rank_encoder(opened: OpenedModel, folder: str | None) -> OpenedModel:
         opened.data = {**opened.data, "chains": {**(opened.data.get("chains") or {}),
                                                  "rank_encoder": folder}}  # fmt: skip
     return opened
+
+
+def with_command_line(opened: OpenedModel, args: argparse.Namespace) -> OpenedModel:
+    """`opened` with what add_model_arguments' options put in place of the stored settings."""
+    opened.support_reader = getattr(args, "support_reader", None)
+    return with_rank_encoder(opened, getattr(args, "rank_encoder", None))
 
 
 def open_model(

@@ -15,10 +15,10 @@ def checkpoint_parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 def load_predictor(args: argparse.Namespace):
     """The Predictor over the checkpoint or model folder the command line names."""
-    from cgr.pretrained.source import model_path, open_model, with_rank_encoder
+    from cgr.pretrained.source import model_path, open_model, with_command_line
 
     opened = open_model(model_path(args), data_roots=args.data_root)  # checked before the imports
-    opened = with_rank_encoder(opened, args.rank_encoder)
+    opened = with_command_line(opened, args)
     from cgr.api import Predictor
 
     return Predictor._from_opened(opened, None, None, 16)

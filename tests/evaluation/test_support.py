@@ -135,3 +135,19 @@ def test_a_contrast_where_both_have_supporting_chains_numbers_what_the_answer_re
     line = contrast_line(why, numbers.__getitem__)
     assert line == ("no chain separates (A) from (B): both have supporting chains (support 0.54 "
                     "against 0.62); the reader's choice rests on facts [3], [1]")  # fmt: skip
+
+
+class NoWordReader(WordReader):
+    """A judge that finds no choice's word anywhere: every choice equally likely."""
+
+    def forward(self, batch):
+        return torch.zeros(len(batch), len(batch[0].choices))
+
+
+def test_a_support_reader_judges_support_in_place_of_the_reader():
+    judged = predictions(Module(), [(thermometer(), [3.0, 1.0, 0.5])], judge=NoWordReader())[0]
+    even = pytest.approx(1 / 3)
+    assert [c.support for c in judged.choices] == [[even], [even, even], [even]]
+    assert judged.answer == "A"  # the reader's scores still answer
+    own = predictions(Module(), [(thermometer(), [3.0, 1.0, 0.5])])[0]
+    assert own.choices[0].support[0] > SUPPORTED

@@ -79,3 +79,43 @@ def test_explain_ranks_the_chains_with_a_ranker_it_is_given(tiny_run, capsys, tm
                  "--rank-encoder", str(resolve_model("minilm"))])  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0 and "-> (B)" in out, out
+
+
+def test_a_support_reader_folder_is_checked_before_the_model_loads(capsys, tmp_path):
+    code = main(["explain", "--checkpoint", "never/loaded.ckpt", "--question", "q?",
+                 "--choices", "a", "b", "--out-dir", str(tmp_path),
+                 "--support-reader", str(tmp_path)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "--support-reader" in err and "support_reader.json" in err
+
+
+@pytest.mark.slow
+def test_explain_judges_support_with_a_support_reader_it_is_given(tiny_run, capsys, tmp_path):
+    """--support-reader reaches the support: a support reader folder (here MiniLM with a
+    seeded, scaled head, saved as `cgr support-reader` saves) gives the chains other support
+    values than the model's reader, and the answer stays the reader's."""
+    import json
+    import re
+
+    import torch
+
+    from cgr.reader.model import MultipleChoiceReader
+    from cgr.reader.support_reader import SUPPORT_FILE
+
+    torch.manual_seed(0)
+    judge = MultipleChoiceReader("minilm", 128)
+    with torch.no_grad():  # a decisive head: its support is far from the untrained reader's 0.5
+        judge.model.classifier.weight.mul_(300)
+    folder = tmp_path / "support"
+    judge.model.save_pretrained(str(folder))
+    judge.tokenizer.save_pretrained(str(folder))
+    (folder / SUPPORT_FILE).write_text(json.dumps({"max_length": 128, "held_out": []}))
+    ask = ["explain", "--checkpoint", str(tiny_run / "ckpt" / "best.ckpt"),
+           "--question", "Which energy source is renewable?", "--choices", "coal", "a solar panel"]  # fmt: skip
+    assert main([*ask, "--out-dir", str(tmp_path / "own")]) == 0
+    own = capsys.readouterr().out
+    assert main([*ask, "--out-dir", str(tmp_path / "judged"), "--support-reader", str(folder)]) == 0
+    judged = capsys.readouterr().out
+    support = re.compile(r"support (\d\.\d+)")
+    assert support.findall(own) and support.findall(judged) != support.findall(own)
+    assert own.splitlines()[1] == judged.splitlines()[1]  # "answer: (X) ..." unchanged
