@@ -51,11 +51,16 @@ class SupportReaderConfig:
     max_length: int = 128  # question + choice + one chain's facts
     seed: int = 0
     negatives: int = 1  # wrong choices per question read with their best non-gold fact
+    # gold facts per question read as answering it: the ones closest to "question answer"
+    # (WorldTree lists ~6 per question, most of which ground a word rather than answer; a
+    # chain shows one or two facts; OBQA has one)
+    max_gold: int = 2
     hold_out: int = 400  # training questions left out, to calibrate a threshold on
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "max_length"):
             at_least(f"support reader {name}", getattr(self, name), 1)
+        at_least("support reader max_gold", self.max_gold, 1)
         for name in ("negatives", "hold_out"):
             at_least(f"support reader {name}", getattr(self, name), 0)
         positive("support reader lr", self.lr)
@@ -73,11 +78,12 @@ def _reading(q: Question, fact: str) -> ReaderExample:
 
 
 def support_rows(
-    questions: list[Question], book: list[str], encode, negatives: int, seed: int = 0
-) -> list[Row]:
-    """Per question with an answer and gold facts: each gold fact with the answer as target,
-    and for `negatives` wrong choices a non-gold book fact with a uniform target (`encode`:
-    texts -> unit vectors)."""
+    questions: list[Question], book: list[str], encode, negatives: int, seed: int = 0,
+    max_gold: int = SupportReaderConfig.max_gold,
+) -> list[Row]:  # fmt: skip
+    """Per question with an answer and gold facts: its `max_gold` gold facts closest to
+    "question answer", each with the answer as target, and for `negatives` wrong choices a
+    non-gold book fact with a uniform target (`encode`: texts -> unit vectors)."""
     import numpy as np
 
     rng = random.Random(seed)
@@ -86,7 +92,7 @@ def support_rows(
     wrong: list[tuple[Question, str, str]] = []
     for q in asked:
         n = len(q.choices)
-        for fact in dict.fromkeys(q.gold_facts):
+        for fact in closest_gold(q, encode, max_gold):
             rows.append((_reading(q, fact), [float(i == q.answer_index) for i in range(n)]))
         others = [i for i in range(n) if i != q.answer_index]
         right = f"{q.stem} {q.choices[q.answer_index].text}"
@@ -102,6 +108,18 @@ def support_rows(
             )
     rng.shuffle(rows)
     return rows
+
+
+def closest_gold(q: Question, encode, count: int) -> list[str]:
+    """The question's `count` gold facts closest to "question answer" (all when no more)."""
+    gold = list(dict.fromkeys(q.gold_facts))
+    if len(gold) <= count:
+        return gold
+    import numpy as np
+
+    vectors = np.asarray(encode([f"{q.stem} {q.choices[q.answer_index].text}", *gold]))
+    near = (vectors[1:] @ vectors[0]).argsort()[::-1][:count]
+    return [gold[i] for i in sorted(near)]
 
 
 def link_fact(q: Question, book: list[str], to_wrong, to_right, top: int = 20) -> str:
@@ -195,7 +213,7 @@ def main(argv: list[str], resolve) -> int:
     parser.add_argument("--out", required=True, type=Path, help="the support reader's folder")
     parser.add_argument("--model", help="the reader to fine-tune (default: the config's)")
     defaults = SupportReaderConfig()
-    for name in ("epochs", "batch_size", "lr", "seed", "negatives", "hold_out"):
+    for name in ("epochs", "batch_size", "lr", "seed", "negatives", "hold_out", "max_gold"):
         kind = float if name == "lr" else int
         parser.add_argument(
             f"--{name.replace('_', '-')}", type=kind, default=getattr(defaults, name)
@@ -203,7 +221,8 @@ def main(argv: list[str], resolve) -> int:
     parser.add_argument("--accelerator", default="auto", help="pl.Trainer's (cpu, gpu, auto)")
     args = parser.parse_args(argv)
     cfg = SupportReaderConfig(args.epochs, args.batch_size, args.lr, seed=args.seed,
-                              negatives=args.negatives, hold_out=args.hold_out)  # fmt: skip
+                              negatives=args.negatives, hold_out=args.hold_out,
+                              max_gold=args.max_gold)  # fmt: skip
     if args.out.exists() and any(args.out.iterdir()) and not (args.out / SUPPORT_FILE).exists():
         raise ConfigError(f"{args.out}: a folder that is not a support reader's; give a new one")
     config = resolve(args.config)
@@ -212,7 +231,7 @@ def main(argv: list[str], resolve) -> int:
     train = [q for q in questions if q.id not in kept_out]
     encoder = config["data"]["retrieval"]["encoder"]
     rows = support_rows(train, book_texts(config), TextEncoder(encoder).encode, cfg.negatives,
-                        cfg.seed)  # fmt: skip
+                        cfg.seed, cfg.max_gold)  # fmt: skip
     model = args.model or config["model"]["init_args"]["reader_model"]
     info = train_support_reader(rows, model, args.out, cfg, {"held_out": sorted(kept_out)},
                                 accelerator=args.accelerator, devices=1)  # fmt: skip

@@ -58,6 +58,17 @@ def test_rows_read_a_gold_fact_for_the_answer_and_a_link_word_fact_for_nothing()
     assert [t for _, t in support_rows([THERMOMETER], book, encode, 0)] == [[0.0, 1.0]]
 
 
+def test_of_many_gold_facts_the_ones_closest_to_question_answer_are_read():
+    many = question("m", "What measures heat?", ["a ruler", "a thermometer"], 1,
+                    ["rocks are hard", "a thermometer measures temperature",
+                     "a ruler measures length"])  # fmt: skip
+    rows = support_rows([many], [], encode, negatives=0, max_gold=1)
+    assert [ex.facts[0][0].text for ex, _ in rows] == ["a thermometer measures temperature"]
+    rows = support_rows([many], [], encode, negatives=0, max_gold=2)  # kept in their order
+    assert [ex.facts[0][0].text for ex, _ in rows] == ["a thermometer measures temperature",
+                                                        "a ruler measures length"]  # fmt: skip
+
+
 def test_held_out_questions_are_seeded_and_only_answered_ones_with_gold():
     qs = [question(str(i), "Q?", ["x", "y"], 0, ["f"]) for i in range(10)]
     qs.append(question("nogold", "Q?", ["x", "y"], 0, []))
