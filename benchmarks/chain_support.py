@@ -52,7 +52,8 @@ BOOTSTRAP = 1000
 # budget of the dataset's chain-support checkpoints, every seed saved
 BESIDE = {"obqa": "q0-e1-l128-lr1e-4", "arc_challenge": "q3200-e1-l128"}
 # runs compared on the same questions: the reader trained to judge single chains
-# (model.chain_reading, benchmarks/cgr_ablations.py's chain_reading row) against CGR's
+# (model.chain_reading, benchmarks/cgr_ablations.py's chain_reading row) against CGR's, and
+# the other settings each against the run without it
 PAIRED = (
     (
         "arc_challenge-cgr-q3200-e1-s1-open_book",
@@ -61,6 +62,16 @@ PAIRED = (
     (
         "arc_challenge-cgr-q3200-e1-s1-open_book",
         "arc_challenge-cgr-q3200-e1-s1-open_book-similar_links",
+    ),
+    # support judged by a support reader (cgr support-reader) against the checkpoint's reader,
+    # on the same chains
+    (
+        "arc_challenge-cgr-q3200-e1-s1-open_book",
+        "arc_challenge-cgr-q3200-e1-s1-open_book-support_reader",
+    ),
+    (
+        "obqa-no_chain_losses-authors-sim0.5-e1-s1-open_book",
+        "obqa-no_chain_losses-authors-sim0.5-e1-s1-open_book-support_reader",
     ),
 )
 

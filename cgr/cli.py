@@ -156,8 +156,8 @@ def ranker_command(argv: list[str]) -> int:
 
 
 def support_reader_command(argv: list[str]) -> int:
-    from cgr.reader.support_reader import main as support_reader_main
     from cgr.training.config import resolved_config
+    from cgr.training.support_reader import main as support_reader_main
 
     return support_reader_main(argv, resolved_config)
 

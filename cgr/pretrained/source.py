@@ -94,11 +94,12 @@ def model_path(args: argparse.Namespace) -> str:
         raise ConfigError(f"--rank-encoder {ranker}: no such folder (one `cgr ranker` wrote)")
     judge = getattr(args, "support_reader", None)
     if judge is not None:
-        from cgr.reader.support_reader import SUPPORT_FILE
+        from cgr.reader.support_reader import check_support_reader
 
-        if not (Path(judge) / SUPPORT_FILE).is_file():
-            raise ConfigError(f"--support-reader {judge}: not a folder `cgr support-reader` wrote "
-                              f"(no {SUPPORT_FILE})")  # fmt: skip
+        try:
+            check_support_reader(judge)
+        except ConfigError as e:
+            raise ConfigError(f"--support-reader: {e}") from None
     return args.checkpoint or args.model
 
 

@@ -15,30 +15,27 @@ facts offered to every choice, and is trained on the training file's questions:
   read by every choice, with every choice equally likely as the target (soft cross-entropy):
   a fact that shares a wrong choice's words and answers nothing, as link-word chains do.
 
-`cgr support-reader --config CFG --out DIR` saves a Hugging Face multiple-choice folder and
-SUPPORT_FILE (what it was trained on, and the held-out training questions a threshold is
-calibrated on: benchmarks/chain_verifier.py --support-reader).
+`cgr support-reader --config CFG --out DIR` (cgr.training.support_reader) saves a Hugging
+Face multiple-choice folder and SUPPORT_FILE (what it was trained on, and the held-out
+training questions a threshold is calibrated on: benchmarks/chain_verifier.py
+--support-reader). This module stays light to import: a command checks a support reader
+folder before torch loads.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import logging
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-
-import pytorch_lightning as pl
-import torch
+from typing import TYPE_CHECKING
 
 from cgr.data.records import Question, text_key
 from cgr.errors import ConfigError
-from cgr.reader.examples import ReaderExample
-from cgr.retrieval.base import RetrievedFact
 from cgr.validation import at_least, positive
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from cgr.reader.examples import ReaderExample
 
 SUPPORT_FILE = "support_reader.json"  # beside the model's files: how it was trained
 
@@ -66,11 +63,14 @@ class SupportReaderConfig:
         positive("support reader lr", self.lr)
 
 
-Row = tuple[ReaderExample, list[float]]  # what every choice reads, and the target over choices
+Row = tuple["ReaderExample", list[float]]  # what every choice reads, and the target over choices
 
 
 def _reading(q: Question, fact: str) -> ReaderExample:
     """`fact` alone offered to every choice of `q`, as support offers a chain's facts."""
+    from cgr.reader.examples import ReaderExample
+    from cgr.retrieval.base import RetrievedFact
+
     choices = [c.text for c in q.choices]
     read = [RetrievedFact(f"{q.id}:support", fact, 1.0, 1, "chain")]
     return ReaderExample(q.id, q.stem, [c.label for c in q.choices], choices, choices,
@@ -139,103 +139,29 @@ def held_out(questions: list[Question], count: int, seed: int) -> set[str]:
     return set(random.Random(seed).sample(ids, min(count, len(ids))))
 
 
-class SupportReaderModule(pl.LightningModule):
-    """A MultipleChoiceReader and the soft-target cross-entropy over its choices."""
+def check_support_reader(folder: str | Path) -> dict:
+    """What a support reader folder says of itself (SUPPORT_FILE), the folder held to the
+    model-folder rules (safetensors weights, no code): checked before any model loads."""
+    from cgr.pretrained.folder import check_no_code, check_weights_folder
 
-    def __init__(self, model: str, cfg: SupportReaderConfig):
-        super().__init__()
-        from cgr.reader.model import MultipleChoiceReader
-
-        self.cfg = cfg
-        self.reader = MultipleChoiceReader(model, cfg.max_length)
-
-    def training_step(self, batch: list[Row], batch_idx: int) -> torch.Tensor:
-        examples = [ex for ex, _ in batch]
-        logits = self.reader(self.reader.encode(examples, self.device))
-        target = torch.zeros_like(logits)
-        for i, (_, t) in enumerate(batch):
-            target[i, : len(t)] = torch.tensor(t, dtype=target.dtype)
-        log_p = logits.float().log_softmax(-1).clamp_min(-1e4)  # masked choices: target 0
-        loss = -(target * log_p).sum(-1).mean()
-        self.log("support_loss", loss, prog_bar=True, batch_size=len(batch))
-        return loss
-
-    def configure_optimizers(self):
-        return torch.optim.AdamW(self.reader.parameters(), lr=self.cfg.lr)
-
-
-def train_support_reader(rows: list[Row], model: str, out: Path, cfg: SupportReaderConfig,
-                         extra: dict | None = None, **trainer) -> dict:  # fmt: skip
-    """Fits the support reader on `rows` and saves it to `out` (a multiple-choice model folder
-    with SUPPORT_FILE); `trainer`: pl.Trainer arguments."""
-    pl.seed_everything(cfg.seed, workers=True, verbose=False)
-    module = SupportReaderModule(model, cfg)
-    loader = torch.utils.data.DataLoader(
-        rows, batch_size=cfg.batch_size, shuffle=True, collate_fn=list
-    )
-    fit = pl.Trainer(
-        max_epochs=cfg.epochs, logger=False, enable_checkpointing=False,
-        enable_model_summary=False, **trainer,
-    )  # fmt: skip
-    fit.fit(module, loader)
-    loss = float(fit.callback_metrics.get("support_loss", float("nan")))
-    info = {"base_model": model, "rows": len(rows), **asdict(cfg), "last_loss": loss,
-            **(extra or {})}  # fmt: skip
-    if fit.is_global_zero:
-        out.mkdir(parents=True, exist_ok=True)
-        module.reader.model.save_pretrained(str(out), safe_serialization=True)
-        module.reader.tokenizer.save_pretrained(str(out))
-        (out / SUPPORT_FILE).write_text(json.dumps(info, indent=2) + "\n")
-    return info
+    folder = Path(folder)
+    info_path = folder / SUPPORT_FILE
+    if not info_path.is_file():
+        raise ConfigError(f"{folder}: no {SUPPORT_FILE}; not a folder `cgr support-reader` wrote")
+    try:
+        info = json.loads(info_path.read_text(encoding="utf-8"))
+        length = int(info.get("max_length", SupportReaderConfig.max_length))
+    except (OSError, ValueError, TypeError, AttributeError) as e:
+        raise ConfigError(f"{info_path}: not a support reader's description ({e})") from None
+    at_least(f"{info_path}: field max_length", length, 1)
+    check_weights_folder(folder, "a support reader", ("config.json",))
+    check_no_code(folder, folder)
+    return {**info, "max_length": length}
 
 
 def load_support_reader(folder: str | Path):
     """The saved support reader as a MultipleChoiceReader in eval mode, at its max_length."""
     from cgr.reader.model import MultipleChoiceReader
 
-    info_path = Path(folder) / SUPPORT_FILE
-    if not info_path.is_file():
-        raise ConfigError(f"{folder}: no {SUPPORT_FILE}; train one with `cgr support-reader`")
-    info = json.loads(info_path.read_text())
-    reader = MultipleChoiceReader(str(folder), int(info.get("max_length", 128)))
-    return reader.eval()
-
-
-def main(argv: list[str], resolve) -> int:
-    """`cgr support-reader --config CFG --out DIR`: trains a support reader on the config's
-    train file."""
-    from cgr.chains.ranker import book_texts, training_questions
-    from cgr.retrieval.encoders import TextEncoder
-
-    parser = argparse.ArgumentParser(prog="cgr support-reader",
-                                     description=__doc__.split("\n\n")[0])  # fmt: skip
-    parser.add_argument("--config", required=True, help="a training config (its train file)")
-    parser.add_argument("--out", required=True, type=Path, help="the support reader's folder")
-    parser.add_argument("--model", help="the reader to fine-tune (default: the config's)")
-    defaults = SupportReaderConfig()
-    for name in ("epochs", "batch_size", "lr", "seed", "negatives", "hold_out", "max_gold"):
-        kind = float if name == "lr" else int
-        parser.add_argument(
-            f"--{name.replace('_', '-')}", type=kind, default=getattr(defaults, name)
-        )
-    parser.add_argument("--accelerator", default="auto", help="pl.Trainer's (cpu, gpu, auto)")
-    args = parser.parse_args(argv)
-    cfg = SupportReaderConfig(args.epochs, args.batch_size, args.lr, seed=args.seed,
-                              negatives=args.negatives, hold_out=args.hold_out,
-                              max_gold=args.max_gold)  # fmt: skip
-    if args.out.exists() and any(args.out.iterdir()) and not (args.out / SUPPORT_FILE).exists():
-        raise ConfigError(f"{args.out}: a folder that is not a support reader's; give a new one")
-    config = resolve(args.config)
-    questions = training_questions(config)  # refuses a file without gold facts, before models
-    kept_out = held_out(questions, cfg.hold_out, cfg.seed)
-    train = [q for q in questions if q.id not in kept_out]
-    encoder = config["data"]["retrieval"]["encoder"]
-    rows = support_rows(train, book_texts(config), TextEncoder(encoder).encode, cfg.negatives,
-                        cfg.seed, cfg.max_gold)  # fmt: skip
-    model = args.model or config["model"]["init_args"]["reader_model"]
-    info = train_support_reader(rows, model, args.out, cfg, {"held_out": sorted(kept_out)},
-                                accelerator=args.accelerator, devices=1)  # fmt: skip
-    log.info("support reader trained on %d rows, last loss %.3f: %s", len(rows),
-             info["last_loss"], args.out)  # fmt: skip
-    print(args.out)
-    return 0
+    info = check_support_reader(folder)
+    return MultipleChoiceReader(str(folder), info["max_length"]).eval()

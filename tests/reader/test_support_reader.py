@@ -17,8 +17,8 @@ from cgr.reader.support_reader import (
     held_out,
     load_support_reader,
     support_rows,
-    train_support_reader,
 )
+from cgr.training.support_reader import train_support_reader
 
 
 def question(qid: str, stem: str, choices: list[str], answer: int | None, gold: list[str]):
@@ -138,4 +138,9 @@ def test_the_command_refuses_a_folder_that_is_not_a_support_readers(tmp_path, ca
     assert "not a support reader's" in capsys.readouterr().err
     assert (taken / "notes.txt").read_text() == "mine"
     with pytest.raises(ConfigError, match="no support_reader.json"):
+        load_support_reader(taken)
+    (taken / SUPPORT_FILE).write_text("{}")
+    (taken / "config.json").write_text("{}")
+    (taken / "pytorch_model.bin").write_bytes(b"pickle")
+    with pytest.raises(ConfigError, match="pickle file where safetensors"):
         load_support_reader(taken)
