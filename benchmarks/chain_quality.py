@@ -146,6 +146,8 @@ SETTINGS = {
 }  # fmt: skip
 # where a setting's "ranker" is: `cgr ranker --config <the dataset's config> --out <this>`
 RANKER = "checkpoints/ranker-{dataset}"
+# where --support-reader's support reader is: `cgr support-reader --config <config> --out <this>`
+SUPPORT_READER = "checkpoints/support-{dataset}"
 
 
 def chain_config(config: dict, setting: str, ranker: str | None = None) -> ChainConfig:
@@ -174,6 +176,16 @@ def ranker_info(folder: str) -> dict:
 
     path = Path(folder) / RANKER_FILE
     return {"folder": folder, **(json.loads(path.read_text()) if path.is_file() else {})}
+
+
+def support_info(folder: str) -> dict:
+    """A support reader's folder and what `cgr support-reader` trained it with (its held-out
+    question ids left out)."""
+    from cgr.reader.support_reader import check_support_reader
+
+    info = check_support_reader(folder)
+    return {"folder": folder, **{k: v for k, v in info.items() if k != "held_out"},
+            "held_out": len(info.get("held_out", []))}  # fmt: skip
 
 
 def open_book_keys(config: dict) -> frozenset[str]:
@@ -206,12 +218,14 @@ def hypothesis_cosine(config: dict, examples) -> list[list[dict[str, float]]]:
 
 
 def measure(
-    examples, cfg: ChainConfig, cosine, relevance=None, open_book=frozenset(), encode=None
-) -> dict:
+    examples, cfg: ChainConfig, cosine, relevance=None, open_book=frozenset(), encode=None,
+    judge=None,
+) -> dict:  # fmt: skip
     """`cosine`: hypothesis_cosine of the examples; `relevance` (cosine to "question choice",
     the reader's order) ranks for explain_top_facts and `chain_order: relevance | open_book`;
     `open_book`: the open book's text keys (`chain_order: open_book`); `encode`: the base
-    encoder (`link_similarity`)."""
+    encoder (`link_similarity`); `judge`: a support reader whose support of the chains is
+    measured too (support_measures)."""
     examples = copy.deepcopy(examples)
     builder = ChainBuilder(cfg, progress=False, open_book=open_book, encode=encode)
     start = time.perf_counter()
@@ -244,7 +258,8 @@ def measure(
                 prec.append(len(gold & set(keys)) / len(set(keys)))
                 base_prec.append(len(gold & set(top)) / len(set(top)))
     mean = lambda xs: statistics.mean(xs) if xs else float("nan")  # noqa: E731
-    return {
+    judged = {} if judge is None else {"support_reader": support_measures(examples, judge)}
+    return judged | {
         "questions": len(examples), "mean_E": mean(sizes), "gold_in_pool": mean(in_pool),
         "gold_in_E": mean(in_e), "gold_in_pool_top_E": mean(base_hit),
         "gold_on_kept_chain": mean(on_any), "gold_on_best_chain": mean(on_best),
@@ -255,6 +270,86 @@ def measure(
         # per question, in the examples' order: for paired differences between settings
         "question_ids": [ex.question_id for ex in examples], "on_best": on_best,
     }  # fmt: skip
+
+
+def support_measures(examples, judge, resamples: int = 1000) -> dict:
+    """A support reader's judgement of the chains (cgr.evaluation.support, the first
+    CANDIDATES chains per choice): AUC of a choice's best support, right vs wrong (no chain:
+    0), against the chain AUC column's chain score, paired (bootstrap over questions);
+    choices shown a supporting chain (>= SUPPORTED); the choice with the best support as the
+    answer; the gold fact on the chain shown first with supporting chains first against the
+    search's order, paired."""
+    import random
+
+    from benchmarks.chain_support import auc as fast_auc
+    from cgr.evaluation.support import SUPPORTED, chain_support, ranking
+
+    support = chain_support(judge, examples)
+    rows, first, search = [], [], []
+    for ex, sup in zip(examples, support, strict=True):
+        best = [max(s, default=0.0) for s in sup]
+        chained = [chain_score(chains, {f.fact_id: f.score for f in pool})  # the chain AUC's score
+                   for chains, pool in zip(ex.chains, ex.pool, strict=True)]  # fmt: skip
+        rows.append((ex.answer_index, best, chained))
+        gold = {text_key(g) for g in ex.gold_facts}
+        chains, sup_a = ex.chains[ex.answer_index], sup[ex.answer_index]
+        shown = chains[ranking(sup_a, "supported_first")[0]] if sup_a else None
+        first.append(bool(shown and gold & {text_key(t) for t in shown.texts}))
+        search.append(bool(chains and gold & {text_key(t) for t in chains[0].texts}))
+
+    def aucs(sample) -> tuple[float, float]:
+        right = [(b[a], c[a]) for a, b, c in sample]
+        wrong = [(b[i], c[i]) for a, b, c in sample for i in range(len(b)) if i != a]
+        return (fast_auc([r[0] for r in right], [w[0] for w in wrong]),
+                fast_auc([r[1] for r in right], [w[1] for w in wrong]))  # fmt: skip
+
+    judged, scored = aucs(rows)
+    rng = random.Random(0)
+    diffs = sorted(
+        (lambda pair: pair[0] - pair[1])(aucs([rows[rng.randrange(len(rows))] for _ in rows]))
+        for _ in range(resamples)
+    )
+    right = [b[a] for a, b, _ in rows]
+    wrong = [b[i] for a, b, _ in rows for i in range(len(b)) if i != a]
+    a_only = sum(s and not f for s, f in zip(search, first, strict=True))
+    b_only = sum(f and not s for s, f in zip(search, first, strict=True))
+    return {
+        "auc": judged, "chain_score_auc": scored,
+        "auc_diff": [judged - scored, diffs[int(0.025 * resamples)], diffs[int(0.975 * resamples) - 1]],
+        "right_supported": 100 * sum(v >= SUPPORTED for v in right) / len(right),
+        "wrong_supported": 100 * sum(v >= SUPPORTED for v in wrong) / len(wrong),
+        "as_answer": 100 * statistics.mean(max(range(len(b)), key=b.__getitem__) == a
+                                           for a, b, _ in rows),
+        "gold_first": 100 * statistics.mean(first), "gold_first_search": 100 * statistics.mean(search),
+        "gold_first_diff": list(paired_interval(a_only, b_only, len(rows))),
+    }  # fmt: skip
+
+
+def support_table(datasets: list[str], split: str, settings: list[str]) -> None:
+    """The support reader's rows (chain_quality.py --support-reader), one block per dataset."""
+    for dataset in datasets:
+        rows, info = [], None
+        for setting in settings:
+            row = load_result(result_name(dataset, split, setting)) or {}
+            if not (s := row.get("support_reader")):
+                continue
+            info = row.get("support_reader_info") or {}
+            d, lo, hi = s["auc_diff"]
+            g, glo, ghi = s["gold_first_diff"]
+            rows.append([setting, f"{s['auc']:.2f} / {s['chain_score_auc']:.2f}",
+                         f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]",
+                         f"{s['right_supported']:.1f} / {s['wrong_supported']:.1f}",
+                         f"{s['as_answer']:.1f}", f"{s['gold_first']:.1f} / {s['gold_first_search']:.1f}",
+                         f"{g:+.1f} [{glo:+.1f}, {ghi:+.1f}]"])  # fmt: skip
+        if not rows:
+            continue
+        print(f"\n{dataset} {split}, the chains judged by a support reader ({info.get('folder')}: "
+              f"cgr support-reader, {info.get('rows', '?')} training rows, "
+              f"{info.get('epochs', '?')} epoch(s)); support = p(choice | the chain's facts alone):")  # fmt: skip
+        print_table(["setting", "support AUC / chain AUC", "difference (paired 95 %)",
+                     "supported right / wrong %", "as the answer %",
+                     "gold on first chain, supported first / search %",
+                     "difference (paired 95 %)"], rows)  # fmt: skip
 
 
 def result_name(dataset: str, split: str, setting: str) -> str:
@@ -340,6 +435,9 @@ def main() -> None:
                         help="with --table: leave out the chain support and verifier tables")  # fmt: skip
     parser.add_argument("--rank-encoder", metavar="DIR",
                         help=f"the ranker settings' chain ranker (default: {RANKER})")  # fmt: skip
+    parser.add_argument("--support-reader", metavar="DIR", nargs="?", const=SUPPORT_READER,
+                        help="judge each setting's chains with a support reader too (cgr "
+                             f"support-reader; without DIR: {SUPPORT_READER})")  # fmt: skip
     parser.add_argument("--link-similarity", nargs="+", type=float, metavar="T",
                         help="print the similar_links setting at each threshold, save nothing "
                              "(how its threshold was chosen)")  # fmt: skip
@@ -350,6 +448,7 @@ def main() -> None:
         return
     if args.table:
         table(args.datasets, args.split, args.settings)
+        support_table(args.datasets, args.split, args.settings)
         if not args.without_support:  # the chains' support, on trained checkpoints
             from benchmarks import chain_support, chain_verifier
 
@@ -363,6 +462,12 @@ def main() -> None:
         relevance, cosine, encode = None, hypothesis_cosine(config, examples), None
         open_book = open_book_keys(config)
         ranker = args.rank_encoder or RANKER.format(dataset=dataset)
+        judge, support_folder = None, None
+        if args.support_reader:
+            from cgr.reader.support_reader import load_support_reader
+
+            support_folder = args.support_reader.format(dataset=dataset)
+            judge = load_support_reader(support_folder)
         for setting in args.settings:
             if SETTINGS[setting].get("rank_encoder") and not Path(ranker).exists():
                 print(f"{dataset} {setting}: no chain ranker at {ranker} (cgr ranker --config "
@@ -381,9 +486,11 @@ def main() -> None:
             if cfg.link_similarity is not None and encode is None:  # one encoder per dataset
                 encode = base_encode(config)
             row = measure(examples, cfg, cosine, ranked, open_book,
-                          encode if cfg.link_similarity is not None else None)  # fmt: skip
+                          encode if cfg.link_similarity is not None else None, judge)  # fmt: skip
             if cfg.rank_encoder:  # which ranker, and what it was trained with
                 row["ranker"] = ranker_info(cfg.rank_encoder)
+            if judge is not None:
+                row["support_reader_info"] = support_info(support_folder)
             row.update(dataset=dataset, split=args.split, setting=setting,
                        chains=SETTINGS[setting], machine=machine(), date=time.strftime("%Y-%m-%d"))  # fmt: skip
             save_result(result_name(dataset, args.split, setting), row)

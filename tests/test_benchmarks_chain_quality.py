@@ -25,3 +25,53 @@ def test_ranker_settings_rank_by_the_ranker_they_are_given():
     assert (cfg.rank_encoder, cfg.link_similarity) == ("checkpoints/ranker-obqa", 0.5)
     assert chain_quality.chain_config(config, "default", "checkpoints/r").rank_encoder is None
     assert chain_quality.RANKER.format(dataset="arc") == "checkpoints/ranker-arc"
+
+
+def test_a_support_reader_is_measured_on_the_chains_against_the_chain_score(capsys, tmp_path,
+                                                                            monkeypatch):  # fmt: skip
+    """A judge that gives the probability to the choice whose word its fact names: the right
+    choice's chain through the gold fact supports it, the wrong choice's link-word chain does
+    not, so support tells them apart where the chain score (retrieval) ranks the wrong one
+    higher, and the gold fact's chain is shown first though the search ranked it second."""
+    import torch
+
+    from cgr.data.records import Chain
+    from cgr.reader.examples import ReaderExample
+    from cgr.retrieval.base import RetrievedFact
+
+    class WordJudge(torch.nn.Module):
+        device = "cpu"
+
+        def encode(self, batch, device):
+            return batch
+
+        def forward(self, batch):
+            return torch.tensor([[4.0 if c in facts[0].text else 0.0
+                                  for c, facts in zip(ex.choices, ex.facts, strict=True)]
+                                 for ex in batch])  # fmt: skip
+
+    gold = RetrievedFact("g", "a thermometer measures heat", 0.5)
+    link = RetrievedFact("l", "a tool can measure length", 0.9)
+    examples = []
+    for n in range(4):
+        chain_gold, chain_link = (
+            Chain((f.fact_id,), ("measure",), (f.text,)) for f in (gold, link)
+        )
+        examples.append(ReaderExample(
+            f"q{n}", "What measures heat?", ["A", "B", "C"], ["thermometer", "ruler", "scale"],
+            ["h0", "h1", "h2"], answer_index=0,
+            chains=[[chain_link, chain_gold], [chain_link], [chain_link]],
+            pool=[[gold, link], [link], [link]], gold_facts=[gold.text]))  # fmt: skip
+    measured = chain_quality.support_measures(examples, WordJudge(), resamples=50)
+    assert measured["auc"] == 1.0 and measured["chain_score_auc"] == 0.5
+    assert measured["auc_diff"][0] == 0.5
+    assert (measured["right_supported"], measured["wrong_supported"]) == (100.0, 0.0)
+    assert measured["as_answer"] == 100.0
+    assert (measured["gold_first"], measured["gold_first_search"]) == (100.0, 0.0)
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    common.save_result(chain_quality.result_name("obqa", "dev", "default"),
+                       {"support_reader": measured, "support_reader_info": {"folder": "s", "rows": 8}})  # fmt: skip
+    chain_quality.support_table(["obqa"], "dev", ["default"])
+    out = capsys.readouterr().out
+    assert "judged by a support reader (s: cgr support-reader, 8 training rows" in out
+    assert "| default | 1.00 / 0.50 | +0.50 [" in out
