@@ -92,6 +92,9 @@ def main(argv: list[str], resolve) -> int:
             f"--{name.replace('_', '-')}", type=kind, default=getattr(defaults, name)
         )
     parser.add_argument("--accelerator", default="auto", help="pl.Trainer's (cpu, gpu, auto)")
+    parser.add_argument("--train-file", action="append", metavar="FILE",
+                        help="train on this question file instead of the config's train files "
+                             "(repeatable; the config's gold_facts_files still apply)")  # fmt: skip
     args = parser.parse_args(argv)
     cfg = SupportReaderConfig(args.epochs, args.batch_size, args.lr, seed=args.seed,
                               negatives=args.negatives, hold_out=args.hold_out,
@@ -99,6 +102,8 @@ def main(argv: list[str], resolve) -> int:
     if args.out.exists() and any(args.out.iterdir()) and not (args.out / SUPPORT_FILE).exists():
         raise ConfigError(f"{args.out}: a folder that is not a support reader's; give a new one")
     config = resolve(args.config)
+    if args.train_file:
+        config["data"] = {**config["data"], "train_file": list(args.train_file)}
     questions = training_questions(config)  # refuses a file without gold facts, before models
     kept_out = held_out(questions, cfg.hold_out, cfg.seed)
     train = [q for q in questions if q.id not in kept_out]
