@@ -431,8 +431,11 @@ def main() -> None:
     parser.add_argument("--split", default="dev", choices=["dev", "train"])
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--table", action="store_true", help="print the saved rows, run nothing")
+    parser.add_argument("--support-table", action="store_true",
+                        help="print the saved support reader rows only, run nothing")  # fmt: skip
     parser.add_argument("--without-support", action="store_true",
-                        help="with --table: leave out the chain support and verifier tables")  # fmt: skip
+                        help="with --table: leave out the support reader, chain support and "
+                             "verifier tables")  # fmt: skip
     parser.add_argument("--rank-encoder", metavar="DIR",
                         help=f"the ranker settings' chain ranker (default: {RANKER})")  # fmt: skip
     parser.add_argument("--support-reader", metavar="DIR", nargs="?", const=SUPPORT_READER,
@@ -446,12 +449,15 @@ def main() -> None:
         for dataset in args.datasets:
             sweep(dataset, args.split, args.link_similarity)
         return
+    if args.support_table:
+        support_table(args.datasets, args.split, args.settings)
+        return
     if args.table:
         table(args.datasets, args.split, args.settings)
-        support_table(args.datasets, args.split, args.settings)
-        if not args.without_support:  # the chains' support, on trained checkpoints
+        if not args.without_support:  # the chains' support: a support reader, checkpoints
             from benchmarks import chain_support, chain_verifier
 
+            support_table(args.datasets, args.split, args.settings)
             print()
             chain_support.table()
             print()
