@@ -181,7 +181,7 @@ def ranker_info(folder: str) -> dict:
 def support_info(folder: str) -> dict:
     """A support reader's folder and what `cgr support-reader` trained it with (its held-out
     question ids left out)."""
-    from cgr.reader.support_reader import check_support_reader
+    from cgr.pretrained.support_reader import check_support_reader
 
     info = check_support_reader(folder)
     return {"folder": folder, **{k: v for k, v in info.items() if k != "held_out"},
@@ -470,7 +470,7 @@ def main() -> None:
         ranker = args.rank_encoder or RANKER.format(dataset=dataset)
         judge, support_folder = None, None
         if args.support_reader:
-            from cgr.reader.support_reader import load_support_reader
+            from cgr.pretrained.support_reader import load_support_reader
 
             support_folder = args.support_reader.format(dataset=dataset)
             judge = load_support_reader(support_folder)

@@ -293,7 +293,7 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
                                                         evidence_order, chains)  # fmt: skip
     judge = module
     if support_reader:
-        from cgr.reader.support_reader import load_support_reader
+        from cgr.pretrained.support_reader import load_support_reader
 
         judge = load_support_reader(support_reader)
     support = chain_support(judge, examples)

@@ -85,7 +85,7 @@ def scored_examples(checkpoint: Path, data: str | None, limit: int, candidates: 
     support = chain_support(module, examples, candidates)
     features = chain_features(examples, support, candidates)
     if support_reader:
-        from cgr.reader.support_reader import load_support_reader
+        from cgr.pretrained.support_reader import load_support_reader
 
         judged = chain_support(load_support_reader(support_reader), examples, candidates)
         for feats, sup in zip(features, judged, strict=True):

@@ -55,7 +55,7 @@ class Predictor:
     def use_support_reader(self, folder: str | Path | None) -> Predictor:
         """Each chain's support judged by the support reader `folder` (`cgr support-reader`)
         instead of the model's reader; the answers stay the reader's. None: the reader again."""
-        from cgr.reader.support_reader import load_support_reader
+        from cgr.pretrained.support_reader import load_support_reader
 
         self.support_reader = (
             None if folder is None else load_support_reader(folder).to(self.reader.device)

@@ -30,7 +30,7 @@ class OpenedModel:
         """The support reader that judges the chains' support, or None: the model's reader."""
         if self.support_reader is None:
             return None
-        from cgr.reader.support_reader import load_support_reader
+        from cgr.pretrained.support_reader import load_support_reader
 
         return load_support_reader(self.support_reader).to(device)
 
@@ -94,7 +94,7 @@ def model_path(args: argparse.Namespace) -> str:
         raise ConfigError(f"--rank-encoder {ranker}: no such folder (one `cgr ranker` wrote)")
     judge = getattr(args, "support_reader", None)
     if judge is not None:
-        from cgr.reader.support_reader import check_support_reader
+        from cgr.pretrained.support_reader import check_support_reader
 
         try:
             check_support_reader(judge)

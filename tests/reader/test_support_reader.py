@@ -11,11 +11,11 @@ import torch
 from cgr.cli import main as cli_main
 from cgr.data.records import Choice, Question
 from cgr.errors import ConfigError
+from cgr.pretrained.support_reader import load_support_reader
 from cgr.reader.support_reader import (
     SUPPORT_FILE,
     SupportReaderConfig,
     held_out,
-    load_support_reader,
     support_rows,
 )
 from cgr.training.support_reader import train_support_reader
