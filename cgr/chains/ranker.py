@@ -157,18 +157,24 @@ def train_ranker(
     loader = torch.utils.data.DataLoader(
         batches(pairs, cfg.batch_size, cfg.seed), batch_size=None, shuffle=False
     )
-    fit = pl.Trainer(
-        max_epochs=cfg.epochs, logger=False, enable_checkpointing=False,
-        enable_model_summary=False, **trainer,
-    )  # fmt: skip
-    fit.fit(module, loader)
-    loss = float(fit.callback_metrics.get("ranker_loss", float("nan")))
+    fit, loss = fit_one(module, loader, cfg.epochs, "ranker_loss", **trainer)
     info = {"base_encoder": encoder, "pairs": len(pairs), **asdict(cfg), "last_loss": loss}
     if fit.is_global_zero:
         out.mkdir(parents=True, exist_ok=True)
         module.model.save(str(out))
         (out / RANKER_FILE).write_text(json.dumps(info, indent=2) + "\n")
     return info
+
+
+def fit_one(module: pl.LightningModule, loader, epochs: int, metric: str, **trainer):
+    """(the Trainer, the last logged `metric`) of a plain fit: no logger, no checkpoints (the
+    caller saves the model it trained). The ranker's fit and the support reader's."""
+    fit = pl.Trainer(
+        max_epochs=epochs, logger=False, enable_checkpointing=False,
+        enable_model_summary=False, **trainer,
+    )  # fmt: skip
+    fit.fit(module, loader)
+    return fit, float(fit.callback_metrics.get(metric, float("nan")))
 
 
 def fingerprint(name: str) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytorch_lightning as pl
 import torch
 
+from cgr.chains.ranker import fit_one
 from cgr.errors import ConfigError
 from cgr.reader.support_reader import (
     SUPPORT_FILE,
@@ -58,12 +59,7 @@ def train_support_reader(rows: list[Row], model: str, out: Path, cfg: SupportRea
     loader = torch.utils.data.DataLoader(
         rows, batch_size=cfg.batch_size, shuffle=True, collate_fn=list
     )
-    fit = pl.Trainer(
-        max_epochs=cfg.epochs, logger=False, enable_checkpointing=False,
-        enable_model_summary=False, **trainer,
-    )  # fmt: skip
-    fit.fit(module, loader)
-    loss = float(fit.callback_metrics.get("support_loss", float("nan")))
+    fit, loss = fit_one(module, loader, cfg.epochs, "support_loss", **trainer)
     info = {"base_model": model, "rows": len(rows), **asdict(cfg), "last_loss": loss,
             **(extra or {})}  # fmt: skip
     if fit.is_global_zero:
