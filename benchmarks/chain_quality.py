@@ -468,12 +468,12 @@ def main() -> None:
         relevance, cosine, encode = None, hypothesis_cosine(config, examples), None
         open_book = open_book_keys(config)
         ranker = args.rank_encoder or RANKER.format(dataset=dataset)
-        judge, support_folder = None, None
+        judge, judged_by = None, None
         if args.support_reader:
             from cgr.pretrained.support_reader import load_support_reader
 
-            support_folder = args.support_reader.format(dataset=dataset)
-            judge = load_support_reader(support_folder)
+            folder = args.support_reader.format(dataset=dataset)
+            judge, judged_by = load_support_reader(folder), support_info(folder)
         for setting in args.settings:
             if SETTINGS[setting].get("rank_encoder") and not Path(ranker).exists():
                 print(f"{dataset} {setting}: no chain ranker at {ranker} (cgr ranker --config "
@@ -496,7 +496,7 @@ def main() -> None:
             if cfg.rank_encoder:  # which ranker, and what it was trained with
                 row["ranker"] = ranker_info(cfg.rank_encoder)
             if judge is not None:
-                row["support_reader_info"] = support_info(support_folder)
+                row["support_reader_info"] = judged_by
             row.update(dataset=dataset, split=args.split, setting=setting,
                        chains=SETTINGS[setting], machine=machine(), date=time.strftime("%Y-%m-%d"))  # fmt: skip
             save_result(result_name(dataset, args.split, setting), row)

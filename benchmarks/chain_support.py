@@ -363,11 +363,9 @@ def held_out_ids(support_reader: str | None) -> set[str] | None:
     """The training questions a support reader left out (None: no support reader)."""
     if not support_reader:
         return None
-    import json
+    from cgr.pretrained.support_reader import check_support_reader
 
-    from cgr.reader.support_reader import SUPPORT_FILE
-
-    return set(json.loads((Path(support_reader) / SUPPORT_FILE).read_text())["held_out"])
+    return set(check_support_reader(support_reader)["held_out"])
 
 
 def calibrated(module, pipeline, path: str, ids: set[str] | None = None) -> float:

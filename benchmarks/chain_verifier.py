@@ -22,6 +22,7 @@ Measured on the dev file, each signal in turn ranking every choice's chains:
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import random
 import sys
@@ -85,14 +86,20 @@ def scored_examples(checkpoint: Path, data: str | None, limit: int, candidates: 
     support = chain_support(module, examples, candidates)
     features = chain_features(examples, support, candidates)
     if support_reader:
-        from cgr.pretrained.support_reader import load_support_reader
-
-        judged = chain_support(load_support_reader(support_reader), examples, candidates)
+        judged = chain_support(judge_of(support_reader), examples, candidates)
         for feats, sup in zip(features, judged, strict=True):
             for rows, scores in zip(feats, sup, strict=True):
                 for row, value in zip(rows, scores, strict=True):
                     row.append(value)
     return questions, examples, support, features
+
+
+@functools.lru_cache(maxsize=1)
+def judge_of(folder: str):
+    """The support reader `folder`, loaded once for the training and the dev questions."""
+    from cgr.pretrained.support_reader import load_support_reader
+
+    return load_support_reader(folder)
 
 
 def training_rows(questions, examples, features) -> tuple[list[list[float]], list[int]]:
