@@ -55,6 +55,14 @@ def model_card(config: dict, opened) -> str:
         f" (max length {config['reader']['max_length']}), safetensors, {config['dtype']}",
         *([encoder_line] if encoder_line else []),
         "- `corpus/`: the facts it retrieves from (when copied in)",
+        *(
+            [
+                "- `chain_ranker/`: the chain ranker (`cgr ranker`) the chains are ranked by, "
+                "a sentence-transformers folder"
+            ]
+            if (config["data"].get("chains") or {}).get("rank_encoder") == "chain_ranker"
+            else []
+        ),
         "- `cgr_config.json`: retrieval, chain and evidence settings prediction needs",
         "",
         "## Training",

@@ -1,7 +1,7 @@
 """`cgr export`: a checkpoint becomes a model folder the field can open (cgr.pretrained.folder):
 the reader through transformers' `save_pretrained`, CGR's query encoder as a
-sentence-transformers folder, both in safetensors; the corpus and open book copied in (so the
-folder answers questions anywhere); `cgr_config.json` with every setting prediction needs; and a
+sentence-transformers folder, both in safetensors; the corpus and open book copied in, and the
+chain ranker when the settings name one (so the folder answers questions anywhere); `cgr_config.json` with every setting prediction needs; and a
 model card. The checkpoint stays what training resumes from."""
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ from pathlib import Path
 
 from cgr.errors import ConfigError
 from cgr.files import require_writable_dir
+from cgr.models import is_packaged
 from cgr.pretrained.folder import CONFIG, FORMAT, FORMAT_VERSION
 from cgr.signing import sign
 
 DTYPES = ("float32", "float16", "bfloat16")
 CORPUS_MODES = ("copy", "reference")
+RANKER = "chain_ranker"  # the folder a copied chain ranker has inside a model folder
 
 
 @dataclass
@@ -61,6 +63,19 @@ def _copy_files(data: dict, out: Path) -> None:
     retrieval["corpus"] = [place(p) for p in retrieval.get("corpus") or []]
     if retrieval.get("open_book"):
         retrieval["open_book"] = place(retrieval["open_book"])
+
+
+def _copy_ranker(data: dict, out: Path) -> None:
+    """A chain ranker the settings name as a local folder (`cgr ranker`) copied in as
+    out/chain_ranker, so the folder ranks its chains as the checkpoint did on any machine; a
+    packaged or hub name stays a name. open_model has already held the folder to a model
+    folder's rules (safetensors only, no code)."""
+    chains = data.get("chains") or {}
+    name = chains.get("rank_encoder")
+    if not isinstance(name, str) or is_packaged(name) or not Path(name).is_dir():
+        return
+    shutil.copytree(name, out / RANKER, symlinks=False)
+    chains["rank_encoder"] = RANKER
 
 
 def _portable(data: dict, corpus: str) -> dict:
@@ -138,6 +153,7 @@ def export_model(
         data = _portable(opened.data, corpus)
         if corpus == "copy":
             _copy_files(data, work)
+        _copy_ranker(data, work)
         hparams = dict(opened.checkpoint.get("hyper_parameters") or {})
         config = {
             "format": FORMAT,

@@ -250,3 +250,30 @@ def test_explain_scores_a_folder_without_importing_lightning(exported, tmp_path)
     answer = cgr.Predictor.from_pretrained(model).predict("Which is renewable?",
                                                           ["coal", "a solar panel"])  # fmt: skip
     assert f"answer: ({answer.answer}) " in out.stdout
+
+
+def test_a_chain_ranker_the_settings_name_is_copied_into_the_folder(tiny_run, tmp_path):
+    """A model folder ranks its chains with the ranker it was trained beside, wherever it goes:
+    the ranker folder is copied in and named relative to the model folder."""
+    from cgr.pretrained.export import export_model
+    from cgr.pretrained.source import open_model
+    from cgr.retrieval.encoders import load_sentence_encoder
+
+    home = tmp_path / "run"
+    home.mkdir()
+    load_sentence_encoder("minilm").save(str(home / "ranker"), safe_serialization=True)
+    checkpoint = torch.load(tiny_run / "ckpt" / "best.ckpt", map_location="cpu", weights_only=True)
+    checkpoint["datamodule_hyper_parameters"]["chains"]["rank_encoder"] = str(home / "ranker")
+    torch.save(checkpoint, home / "best.ckpt")
+    out = tmp_path / "model"
+    export_model(home / "best.ckpt", out, data_roots=[ROOT, tmp_path])
+    shutil.rmtree(home / "ranker")  # the folder must not need the original
+    config = json.loads((out / "cgr_config.json").read_text())
+    assert config["data"]["chains"]["rank_encoder"] == "chain_ranker"
+    assert (out / "chain_ranker" / "model.safetensors").is_file()
+    assert "`chain_ranker/`" in (out / "README.md").read_text()
+    assert open_model(out).data["chains"]["rank_encoder"] == str(out / "chain_ranker")
+    p = cgr.Predictor.from_pretrained(out).predict(
+        "Which energy source is renewable?", ["coal", "a solar panel"]
+    )
+    assert p.answer in {"A", "B"}
