@@ -168,10 +168,13 @@ def train_ranker(
 
 def fit_one(module: pl.LightningModule, loader, epochs: int, metric: str, **trainer):
     """(the Trainer, the last logged `metric`) of a plain fit: no logger, no checkpoints (the
-    caller saves the model it trained). The ranker's fit and the support reader's."""
+    caller saves the model it trained). The ranker's fit and the support reader's; a progress
+    line a minute where no bar is drawn on a terminal (these fits run for an hour on a CPU)."""
+    from cgr.training.callbacks import ProgressLog
+
     fit = pl.Trainer(
         max_epochs=epochs, logger=False, enable_checkpointing=False,
-        enable_model_summary=False, **trainer,
+        enable_model_summary=False, callbacks=[ProgressLog()], **trainer,
     )  # fmt: skip
     fit.fit(module, loader)
     return fit, float(fit.callback_metrics.get(metric, float("nan")))
