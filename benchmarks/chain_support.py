@@ -475,6 +475,22 @@ def paired_line(a: str, b: str) -> str | None:
 
     qa, qb = best(ra), best(rb)
     both = [(qa[qid], qb[qid]) for qid in qb if qid in qa]
+    d_auc, low, high = auc_difference(both)
+
+    def right(answer: int, scores: list[float]) -> bool:
+        return max(range(len(scores)), key=scores.__getitem__) == answer
+
+    a_only = sum(right(*x) and not right(*y) for x, y in both)
+    b_only = sum(right(*y) and not right(*x) for x, y in both)
+    d, lo, hi = paired_interval(a_only, b_only, len(both))
+    return (f"{b} − {a} ({len(both)} paired questions): support AUC {d_auc:+.3f} "
+            f"[{low:+.3f}, {high:+.3f}] (bootstrap 95 %); support as the answer {d:+.1f} "
+            f"[{lo:+.1f}, {hi:+.1f}] points{gold_first_pair(ra, rb)}{combined_text(ra, rb)}")  # fmt: skip
+
+
+def auc_difference(both: list[tuple]) -> tuple[float, float, float]:
+    """AUC right vs wrong of the second scoring minus the first's, each row (answer, the
+    choices' scores) of one question, with its bootstrap 95 % interval over questions."""
 
     def auc_of(rows) -> float:
         pairs = [(v, c == answer) for answer, scores in rows for c, v in enumerate(scores)]
@@ -486,18 +502,32 @@ def paired_line(a: str, b: str) -> str | None:
         draw = rng.choices(both, k=len(both))
         diffs.append(auc_of([y for _, y in draw]) - auc_of([x for x, _ in draw]))
     diffs.sort()
-    d_auc = auc_of([y for _, y in both]) - auc_of([x for x, _ in both])
+    d = auc_of([y for _, y in both]) - auc_of([x for x, _ in both])
+    return d, diffs[int(0.025 * BOOTSTRAP)], diffs[int(0.975 * BOOTSTRAP)]
 
-    def right(answer: int, scores: list[float]) -> bool:
-        return max(range(len(scores)), key=scores.__getitem__) == answer
 
-    a_only = sum(right(*x) and not right(*y) for x, y in both)
-    b_only = sum(right(*y) and not right(*x) for x, y in both)
-    d, lo, hi = paired_interval(a_only, b_only, len(both))
-    return (f"{b} − {a} ({len(both)} paired questions): support AUC {d_auc:+.3f} "
-            f"[{diffs[int(0.025 * BOOTSTRAP)]:+.3f}, {diffs[int(0.975 * BOOTSTRAP)]:+.3f}] "
-            f"(bootstrap 95 %); support as the answer {d:+.1f} [{lo:+.1f}, {hi:+.1f}] points"
-            f"{gold_first_pair(ra, rb)}")  # fmt: skip
+def combined_text(ra: dict, rb: dict) -> str:
+    """Where two runs judged the same chains (a support reader beside the checkpoint's reader):
+    each chain's support as the mean of the two judges', its AUC against run a's alone. Two
+    judges whose errors differ separate right from wrong better together than either."""
+    if not (ra.get("support_reader") is None and rb.get("support_reader")):
+        return ""
+    a = {qid: (answer, sup) for qid, answer, sup in ra["chain_support"]}
+    both = []
+    for qid, answer, sup_b in rb["chain_support"]:
+        if qid not in a or [len(s) for s in a[qid][1]] != [len(s) for s in sup_b]:
+            continue  # not the same chains: not comparable
+        sup_a = a[qid][1]
+        mean = [max(((x + y) / 2 for x, y in zip(sa, sb, strict=True)), default=0.0)
+                for sa, sb in zip(sup_a, sup_b, strict=True)]  # fmt: skip
+        both.append(((answer, [max(s, default=0.0) for s in sup_a]), (answer, mean)))
+    if not both:
+        return ""
+    d, low, high = auc_difference(both)
+    return (
+        f"; the two judges' mean: support AUC {d:+.3f} [{low:+.3f}, {high:+.3f}] against "
+        f"the reader's ({len(both)} questions with the same chains)"
+    )
 
 
 def gold_first_pair(ra: dict, rb: dict, order: str = "supported_first") -> str:

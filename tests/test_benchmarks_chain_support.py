@@ -107,3 +107,21 @@ def test_auc_by_ranks_equals_the_pairwise_count():
         wrong = [rng.choice([0.0, 0.2, 0.5, rng.random()]) for _ in range(rng.randint(1, 9))]
         pairwise = sum((r > w) + 0.5 * (r == w) for r in right for w in wrong)
         assert auc(right, wrong) == pytest.approx(pairwise / (len(right) * len(wrong)))
+
+
+def test_two_judges_of_the_same_chains_are_also_measured_together(tmp_path, monkeypatch):
+    """Each chain's support as the two judges' mean, against the reader's alone; questions
+    whose chains differ between the runs are left out."""
+    for module in (common, chain_support):
+        monkeypatch.setattr(module, "RESULTS", tmp_path)
+    # the reader ties the answer with a wrong choice; the support reader prefers the wrong one
+    # a little; their mean ranks the answer first on q0..q5 (AUC 0.5 -> 1.0)
+    reader = [[f"q{i}", 0, [[0.6], [0.6]]] for i in range(6)] + [["q6", 0, [[0.1], [0.2, 0.3]]]]
+    judge = [[f"q{i}", 0, [[0.5], [0.45]]] for i in range(6)] + [["q6", 0, [[0.1], [0.9]]]]
+    common.save_result("chain_support-a", {"chain_support": reader, "support_reader": None})
+    common.save_result("chain_support-b", {"chain_support": judge, "support_reader": "DIR"})
+    line = chain_support.paired_line("a", "b")
+    assert line.endswith("; the two judges' mean: support AUC +0.500 [+0.500, +0.500] against "
+                         "the reader's (6 questions with the same chains)"), line  # fmt: skip
+    common.save_result("chain_support-b", {"chain_support": judge})  # not a support reader's run
+    assert "judges' mean" not in chain_support.paired_line("a", "b")
