@@ -118,7 +118,9 @@ class Predictor:
         module, encoder = opened.load(_device(device), lightning=False)
         if encoder is not None:  # CGR
             pipeline.use_query_encoder(encoder)
-        return cls(module, pipeline, batch_size).use_support_reader(opened.support_reader)
+        predictor = cls(module, pipeline, batch_size).use_support_reader(opened.support_reader)
+        predictor.chain_order = opened.chain_order or predictor.chain_order
+        return predictor
 
     def predict(
         self,

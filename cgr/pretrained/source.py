@@ -25,6 +25,7 @@ class OpenedModel:
     folder: ModelFolder | None = None
     query_encoder: str = "auto"  # a checkpoint's choice (cgr.pretrained.loading.retrieval_encoder)
     support_reader: str | None = None  # a folder `cgr support-reader` wrote: judges support
+    chain_order: str | None = None  # how the scored chains are shown (None: DEFAULT_ORDER)
 
     def load_support_reader(self, device: str = "cpu"):
         """The support reader that judges the chains' support, or None: the model's reader."""
@@ -82,6 +83,10 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--support-reader", metavar="FOLDER",
                         help="a support reader (`cgr support-reader`) that judges each chain's "
                              "support in place of the model's reader; the answers stay")  # fmt: skip
+    parser.add_argument("--chain-order", choices=("supported_first", "support", "search"),
+                        help="how each choice's chains are shown: supporting ones first (the "
+                             "default), by support, or in the chain search's order (with a chain "
+                             "ranker it puts the gold fact first more often)")  # fmt: skip
 
 
 def model_path(args: argparse.Namespace) -> str:
@@ -114,6 +119,7 @@ def with_rank_encoder(opened: OpenedModel, folder: str | None) -> OpenedModel:
 def with_command_line(opened: OpenedModel, args: argparse.Namespace) -> OpenedModel:
     """`opened` with what add_model_arguments' options put in place of the stored settings."""
     opened.support_reader = getattr(args, "support_reader", None)
+    opened.chain_order = getattr(args, "chain_order", None)
     return with_rank_encoder(opened, getattr(args, "rank_encoder", None))
 
 

@@ -119,3 +119,32 @@ def test_explain_judges_support_with_a_support_reader_it_is_given(tiny_run, caps
     support = re.compile(r"support (\d\.\d+)")
     assert support.findall(own) and support.findall(judged) != support.findall(own)
     assert own.splitlines()[1] == judged.splitlines()[1]  # "answer: (X) ..." unchanged
+
+
+def test_the_chain_order_is_one_of_the_orders_and_reaches_what_is_written(tmp_path, monkeypatch):
+    """--chain-order (eval, explain, serve) is refused outside the orders by argparse (exit 2,
+    nothing loaded), set on the opened model, and passed to the support ranking eval writes."""
+    import argparse
+    from pathlib import Path
+
+    from cgr.evaluation import predict, support
+    from cgr.pretrained.source import OpenedModel, add_model_arguments, with_command_line
+
+    parser = argparse.ArgumentParser()
+    add_model_arguments(parser)
+    args = parser.parse_args(["--checkpoint", "x.ckpt", "--chain-order", "search"])
+    assert with_command_line(OpenedModel(Path("x.ckpt"), {}), args).chain_order == "search"
+    default = parser.parse_args(["--checkpoint", "x.ckpt"])
+    assert with_command_line(OpenedModel(Path("x.ckpt"), {}), default).chain_order is None
+    with pytest.raises(SystemExit) as refused:
+        parser.parse_args(["--checkpoint", "x.ckpt", "--chain-order", "longest"])
+    assert refused.value.code == 2
+    seen = []
+    monkeypatch.setattr(
+        support, "predictions", lambda module, outputs, order, *rest: seen.append(order) or []
+    )
+    writer = predict.PredictionWriter(tmp_path / "p.jsonl", None, "search")
+    with writer:
+        writer.on_predict_batch_end(None, None, [], None, 0)
+    predict.prediction_records(None, [])
+    assert seen == ["search", support.DEFAULT_ORDER]
