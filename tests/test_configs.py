@@ -104,6 +104,7 @@ def test_configs_compose_shared_groups():
             "ModelCheckpoint",  # last.ckpt every 10 minutes
             "RNGStateCheckpoint",
             "ThroughputMonitor",
+            "ProgressLog",  # a line a minute when no bar is drawn
         ]
         assert config["data"]["chains"]["max_facts"] == 3
 

@@ -170,7 +170,7 @@ def fit_one(module: pl.LightningModule, loader, epochs: int, metric: str, **trai
     """(the Trainer, the last logged `metric`) of a plain fit: no logger, no checkpoints (the
     caller saves the model it trained). The ranker's fit and the support reader's; a progress
     line a minute where no bar is drawn on a terminal (these fits run for an hour on a CPU)."""
-    from cgr.training.callbacks import ProgressLog
+    from cgr.progress import ProgressLog
 
     fit = pl.Trainer(
         max_epochs=epochs, logger=False, enable_checkpointing=False,
