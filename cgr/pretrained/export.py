@@ -1,8 +1,9 @@
 """`cgr export`: a checkpoint becomes a model folder the field can open (cgr.pretrained.folder):
 the reader through transformers' `save_pretrained`, CGR's query encoder as a
 sentence-transformers folder, both in safetensors; the corpus and open book copied in, and the
-chain ranker when the settings name one (so the folder answers questions anywhere); `cgr_config.json` with every setting prediction needs; and a
-model card. The checkpoint stays what training resumes from."""
+chain ranker when the settings name one (so the folder answers questions anywhere);
+`cgr_config.json` with every setting prediction needs; and a model card. The checkpoint stays
+what training resumes from."""
 
 from __future__ import annotations
 

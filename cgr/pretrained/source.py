@@ -83,6 +83,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--support-reader", metavar="FOLDER",
                         help="a support reader (`cgr support-reader`) that judges each chain's "
                              "support in place of the model's reader; the answers stay")  # fmt: skip
+    # cgr.evaluation.support.ORDERS, named here: this layer does not import evaluation (a test
+    # holds the two equal)
     parser.add_argument("--chain-order", choices=("supported_first", "support", "search"),
                         help="how each choice's chains are shown: supporting ones first (the "
                              "default), by support, or in the chain search's order (with a chain "

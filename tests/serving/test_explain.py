@@ -132,6 +132,7 @@ def test_the_chain_order_is_one_of_the_orders_and_reaches_what_is_written(tmp_pa
 
     parser = argparse.ArgumentParser()
     add_model_arguments(parser)
+    assert set(parser._option_string_actions["--chain-order"].choices) == set(support.ORDERS)
     args = parser.parse_args(["--checkpoint", "x.ckpt", "--chain-order", "search"])
     assert with_command_line(OpenedModel(Path("x.ckpt"), {}), args).chain_order == "search"
     default = parser.parse_args(["--checkpoint", "x.ckpt"])
