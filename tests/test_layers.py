@@ -10,7 +10,7 @@ from tests.conftest import ROOT
 # lowest first; a part may import its own layer and those before it
 LAYERS = [
     {"errors", "validation", "files", "config_files", "models", "nlp", "workers", "terminal",
-     "signing", "runs", "progress"},
+     "signing", "runs", "fitting"},
     {"data"},
     {"retrieval", "amr", "generation"},
     {"chains", "reader"},

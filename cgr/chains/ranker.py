@@ -28,6 +28,7 @@ import torch
 
 from cgr.data.records import Question
 from cgr.errors import ConfigError, DataFormatError
+from cgr.fitting import fit_one
 from cgr.retrieval.encoders import TextEncoder
 from cgr.validation import at_least, positive
 
@@ -164,20 +165,6 @@ def train_ranker(
         module.model.save(str(out))
         (out / RANKER_FILE).write_text(json.dumps(info, indent=2) + "\n")
     return info
-
-
-def fit_one(module: pl.LightningModule, loader, epochs: int, metric: str, **trainer):
-    """(the Trainer, the last logged `metric`) of a plain fit: no logger, no checkpoints (the
-    caller saves the model it trained). The ranker's fit and the support reader's; a progress
-    line a minute where no bar is drawn on a terminal (these fits run for an hour on a CPU)."""
-    from cgr.progress import ProgressLog
-
-    fit = pl.Trainer(
-        max_epochs=epochs, logger=False, enable_checkpointing=False,
-        enable_model_summary=False, callbacks=[ProgressLog()], **trainer,
-    )  # fmt: skip
-    fit.fit(module, loader)
-    return fit, float(fit.callback_metrics.get(metric, float("nan")))
 
 
 def fingerprint(name: str) -> str:

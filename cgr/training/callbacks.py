@@ -1,6 +1,6 @@
 """Callbacks: exact resumption of a killed run, other dropout draws for the same seed, the batch
 size ThroughputMonitor counts, and CGR's evidence refresh with its trained query encoder (the
-progress line for runs whose output goes to a file: cgr.progress)."""
+progress line for runs whose output goes to a file: cgr.fitting)."""
 
 from __future__ import annotations
 

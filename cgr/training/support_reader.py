@@ -12,8 +12,8 @@ from pathlib import Path
 import pytorch_lightning as pl
 import torch
 
-from cgr.chains.ranker import fit_one
 from cgr.errors import ConfigError
+from cgr.fitting import fit_one
 from cgr.reader.support_reader import (
     SUPPORT_FILE,
     Row,

@@ -1,5 +1,6 @@
-"""A progress line for Lightning fits whose output goes to a file (a cluster job, `nohup`, the
-benchmarks): `cgr train` and the chain ranker's and support reader's fits share it."""
+"""Lightning fits outside the Trainer `cgr train` builds: the progress line of a fit whose output
+goes to a file (a cluster job, `nohup`, the benchmarks; `cgr train` names it in its callbacks),
+and the plain fit the chain ranker and the support reader run."""
 
 from __future__ import annotations
 
@@ -48,3 +49,15 @@ class ProgressLog(pl.Callback):
         shown = f", loss {float(loss):.4f}" if isinstance(loss, torch.Tensor) else ""
         log.info("epoch %d: batch %d/%s, %.2f batches/s%s%s", trainer.current_epoch,
                  batch_idx + 1, total, rate, left, shown)  # fmt: skip
+
+
+def fit_one(module: pl.LightningModule, loader, epochs: int, metric: str, **trainer):
+    """(the Trainer, the last logged `metric`) of a plain fit: no logger, no checkpoints (the
+    caller saves the model it trained). The ranker's fit and the support reader's, with a progress
+    line a minute where no bar is drawn on a terminal (these fits run for an hour on a CPU)."""
+    fit = pl.Trainer(
+        max_epochs=epochs, logger=False, enable_checkpointing=False,
+        enable_model_summary=False, callbacks=[ProgressLog()], **trainer,
+    )  # fmt: skip
+    fit.fit(module, loader)
+    return fit, float(fit.callback_metrics.get(metric, float("nan")))

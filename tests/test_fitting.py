@@ -1,4 +1,4 @@
-"""cgr.progress: the progress line of a fit whose output goes to a file."""
+"""cgr.fitting: the progress line of a fit whose output goes to a file."""
 
 
 def test_progress_log_writes_a_line_when_no_bar_is_drawn(tmp_path, caplog, monkeypatch):
@@ -9,7 +9,7 @@ def test_progress_log_writes_a_line_when_no_bar_is_drawn(tmp_path, caplog, monke
     import pytorch_lightning as pl
     from pytorch_lightning.demos.boring_classes import BoringModel
 
-    from cgr.progress import ProgressLog
+    from cgr.fitting import ProgressLog
 
     def fit(progress_bar: bool) -> list[str]:
         caplog.clear()
@@ -17,9 +17,9 @@ def test_progress_log_writes_a_line_when_no_bar_is_drawn(tmp_path, caplog, monke
                              enable_progress_bar=progress_bar, enable_checkpointing=False,
                              logger=False, enable_model_summary=False, accelerator="cpu",
                              callbacks=[ProgressLog(every_s=0)], default_root_dir=tmp_path)  # fmt: skip
-        with caplog.at_level(logging.INFO, logger="cgr.progress"):
+        with caplog.at_level(logging.INFO, logger="cgr.fitting"):
             trainer.fit(BoringModel())
-        return [r.getMessage() for r in caplog.records if r.name == "cgr.progress"]
+        return [r.getMessage() for r in caplog.records if r.name == "cgr.fitting"]
 
     lines = fit(progress_bar=False)
     assert lines[-1].startswith("epoch 0: batch 4/4,") and "loss" in lines[-1], lines
