@@ -31,7 +31,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import common  # noqa: E402
-from benchmarks.chain_support import auc, gold_texts, on_gold, youden  # noqa: E402
+from benchmarks.chain_support import (  # noqa: E402
+    CHAIN_ORDERS,
+    auc,
+    chain_settings,
+    examples_of,
+    gold_texts,
+    on_gold,
+    youden,
+)
 
 SEED = 0
 SUPPORT_READER = "support_reader"  # a support reader's p(choice | the chain's facts alone)
@@ -71,12 +79,17 @@ def chain_features(examples, support, candidates: int) -> list[list[list[list[fl
 
 
 def scored_examples(checkpoint: Path, data: str | None, limit: int, candidates: int, rng,
-                    support_reader: str | None = None, ids: set[str] | None = None):  # fmt: skip
+                    support_reader: str | None = None, ids: set[str] | None = None,
+                    chains: dict | None = None):  # fmt: skip
     """The questions of `data` (a sample of `limit`, or those in `ids`), their examples,
-    supports and features; with `support_reader`, its support of each chain as a last feature."""
+    supports and features; with `support_reader`, its support of each chain as a last feature.
+    `chains`: data.chains settings in place of the checkpoint's (chain_order, link_similarity,
+    rank_encoder), so that the verifier judges the chains a chain_support run judged."""
     from cgr.evaluation.support import chain_support
 
-    module, _, questions, examples = common.cached_examples(checkpoint, data)
+    chains = dict(chains or {})
+    module, _, questions, examples = examples_of(checkpoint, data, chains.pop("chain_order", None),
+                                                 None, chains)  # fmt: skip
     pairs = list(zip(questions, examples, strict=True))
     if ids is not None:
         pairs = [(q, e) for q, e in pairs if q.id in ids]
@@ -186,17 +199,19 @@ def evaluate(questions, examples, best, threshold: float) -> dict:
 
 
 def measure(checkpoint: Path, train: str, limit: int, candidates: int,
-            support_reader: str | None = None) -> dict:  # fmt: skip
+            support_reader: str | None = None, chains: dict | None = None) -> dict:  # fmt: skip
     """The verifier fitted on `limit` training questions, or with `support_reader` on the ones
     it left out (it trained on the others), and every signal measured on the dev file."""
     from benchmarks.chain_support import held_out_ids
 
     rng = random.Random(SEED)
     tq, tex, _, tfeats = scored_examples(checkpoint, train, limit, candidates, rng,
-                                         support_reader, held_out_ids(support_reader))  # fmt: skip
+                                         support_reader, held_out_ids(support_reader),
+                                         chains)  # fmt: skip
     x, y = training_rows(tq, tex, tfeats)
     verifier = fit(x, y, FEATURES + ((SUPPORT_READER,) if support_reader else ()))
     verifier["support_reader"] = support_reader
+    verifier["chains"] = chains or {}
     thresholds = {name: calibrate(best_scores(tfeats, signal), tq)
                   for name, signal in signals(verifier).items()}  # fmt: skip
     out = {"train_questions": len(tq), "positives": sum(y), "negatives": len(y) - sum(y)}
@@ -208,7 +223,8 @@ def measure_dev(checkpoint: Path, train: str, candidates: int, verifier: dict,
     """Every signal on the checkpoint's dev file, with a fitted verifier and the thresholds the
     training questions gave (a saved run is measured again on dev alone with them)."""
     dq, dex, _, dfeats = scored_examples(checkpoint, None, 0, candidates, random.Random(SEED),
-                                         verifier.get("support_reader"))  # fmt: skip
+                                         verifier.get("support_reader"),
+                                         chains=verifier.get("chains"))  # fmt: skip
     rows = {name: evaluate(dq, dex, best_scores(dfeats, signal), thresholds[name])
             for name, signal in signals(verifier).items()}  # fmt: skip
     return {
@@ -264,6 +280,15 @@ def main() -> None:
                         help="a support reader's folder (cgr support-reader): its support as a "
                              "signal and a verifier feature, calibrated on the training "
                              "questions it left out")  # fmt: skip
+    parser.add_argument(
+        "--search-order",
+        choices=CHAIN_ORDERS,
+        help="data.chains.chain_order (default: the checkpoint's)",
+    )
+    parser.add_argument("--link-similarity", type=float, help="data.chains.link_similarity")
+    parser.add_argument(
+        "--rank-encoder", help="data.chains.rank_encoder: a chain ranker (cgr ranker)"
+    )
     parser.add_argument("--dev-only", action="store_true",
                         help="measure a saved run (--name) on dev again, with its verifier and thresholds")  # fmt: skip
     parser.add_argument("--table", action="store_true")
@@ -280,8 +305,11 @@ def main() -> None:
             row = saved | measure_dev(Path(saved["checkpoint"]), saved["train"],
                                       saved["candidates"], saved["verifier"], thresholds)  # fmt: skip
         else:
+            chains = chain_settings(args)
+            if args.search_order:
+                chains["chain_order"] = args.search_order
             row = measure(args.checkpoint, args.train, args.train_questions, args.candidates,
-                          args.support_reader)  # fmt: skip
+                          args.support_reader, chains)  # fmt: skip
         row["date"] = datetime.date.today().isoformat()
         common.save_result(name, row)
     table()
