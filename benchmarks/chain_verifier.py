@@ -34,6 +34,7 @@ from benchmarks import common  # noqa: E402
 from benchmarks.chain_support import (  # noqa: E402
     CHAIN_ORDERS,
     auc,
+    auc_difference,
     chain_settings,
     examples_of,
     gold_texts,
@@ -43,9 +44,11 @@ from benchmarks.chain_support import (  # noqa: E402
 
 SEED = 0
 SUPPORT_READER = "support_reader"  # a support reader's p(choice | the chain's facts alone)
+SUPPORT_READER_MARGIN = "support_reader_margin"  # its support minus the other choices' best
+MARGIN = "margin"  # support minus the best support any other choice of the question has
 FEATURES = (
     "support",  # the reader's p(choice | the chain's facts alone)
-    "contrast",  # support minus the best support any other choice of the question has
+    MARGIN,  # cgr.evaluation.support.margins
     "search_rank",  # the chain's place in the search's order (0 first), / candidates
     "facts",  # facts on the chain
     "open_book",  # the chain holds an open-book fact
@@ -56,19 +59,19 @@ FEATURES = (
 
 def chain_features(examples, support, candidates: int) -> list[list[list[list[float]]]]:
     """Per example, choice and scored chain, the FEATURES as numbers."""
+    from cgr.evaluation.support import margins
+
     out = []
     for ex, sup in zip(examples, support, strict=True):
-        best = [max(s, default=0.0) for s in sup]
         rows = []
-        for c, scores in enumerate(sup):
-            others = max((b for i, b in enumerate(best) if i != c), default=0.0)
+        for c, (scores, margin) in enumerate(zip(sup, margins(sup), strict=True)):
             pool = {f.text: (r, f) for r, f in enumerate(ex.pool[c] if ex.pool else [])}
             size = max(len(pool), 1)
             feats = []
-            for k, (chain, s) in enumerate(zip(ex.chains[c], scores, strict=False)):
+            for k, (chain, s, m) in enumerate(zip(ex.chains[c], scores, margin, strict=False)):
                 hits = [pool[t] for t in chain.texts if t in pool]
                 feats.append([
-                    s, s - others, k / candidates, float(len(chain.facts)),
+                    s, m, k / candidates, float(len(chain.facts)),
                     float(any(f.source == "open_book" for _, f in hits)),
                     max((f.score for _, f in hits), default=0.0),
                     min((r for r, _ in hits), default=size) / size,
@@ -85,7 +88,7 @@ def scored_examples(checkpoint: Path, data: str | None, limit: int, candidates: 
     supports and features; with `support_reader`, its support of each chain as a last feature.
     `chains`: data.chains settings in place of the checkpoint's (chain_order, link_similarity,
     rank_encoder), so that the verifier judges the chains a chain_support run judged."""
-    from cgr.evaluation.support import chain_support
+    from cgr.evaluation.support import chain_support, margins
 
     chains = dict(chains or {})
     module, _, questions, examples = examples_of(checkpoint, data, chains.pop("chain_order", None),
@@ -101,9 +104,9 @@ def scored_examples(checkpoint: Path, data: str | None, limit: int, candidates: 
     if support_reader:
         judged = chain_support(judge_of(support_reader), examples, candidates)
         for feats, sup in zip(features, judged, strict=True):
-            for rows, scores in zip(feats, sup, strict=True):
-                for row, value in zip(rows, scores, strict=True):
-                    row.append(value)
+            for rows, scores, margin in zip(feats, sup, margins(sup), strict=True):
+                for row, value, m in zip(rows, scores, margin, strict=True):
+                    row.extend((value, m))
     return questions, examples, support, features
 
 
@@ -155,8 +158,12 @@ def signals(verifier: dict) -> dict:
     """Each signal as a function of a chain's feature row (a support reader's support is the
     row's last feature, after FEATURES)."""
     out = {"support": lambda r: r[0], "verifier": lambda r: verify(verifier, r)}
+    if MARGIN in verifier["features"]:  # runs saved before the margin was a signal lack it
+        out[MARGIN] = lambda r: r[1]
     if SUPPORT_READER in verifier["features"]:
         out[SUPPORT_READER] = lambda r: r[len(FEATURES)]
+        if SUPPORT_READER_MARGIN in verifier["features"]:
+            out[SUPPORT_READER_MARGIN] = lambda r: r[len(FEATURES) + 1]
     return out
 
 
@@ -195,6 +202,8 @@ def evaluate(questions, examples, best, threshold: float) -> dict:
         "gold_first": 100 * gold_first / with_gold if with_gold else None,
         "answer_accuracy": 100 * sum(answered) / len(questions),
         "answered": answered,  # per dev question, in the file's order: for paired intervals
+        "best": [[q.answer_index, [round(s, 5) for s, _ in row]]
+                 for q, row in zip(questions, best, strict=True)],  # for paired AUC intervals
     }  # fmt: skip
 
 
@@ -209,7 +218,8 @@ def measure(checkpoint: Path, train: str, limit: int, candidates: int,
                                          support_reader, held_out_ids(support_reader),
                                          chains)  # fmt: skip
     x, y = training_rows(tq, tex, tfeats)
-    verifier = fit(x, y, FEATURES + ((SUPPORT_READER,) if support_reader else ()))
+    judged = (SUPPORT_READER, SUPPORT_READER_MARGIN) if support_reader else ()
+    verifier = fit(x, y, FEATURES + judged)
     verifier["support_reader"] = support_reader
     verifier["chains"] = chains or {}
     thresholds = {name: calibrate(best_scores(tfeats, signal), tq)
@@ -244,9 +254,13 @@ def paired_answer(row: dict) -> list[str]:
         a_only = sum(x and not y for x, y in zip(base, other, strict=True))
         b_only = sum(y and not x for x, y in zip(base, other, strict=True))
         diff, lo, hi = common.paired_interval(a_only, b_only, len(base))
-        lines.append(f"{name} − support as the answer: {diff:+.1f} [{lo:+.1f}, {hi:+.1f}] points "
-                     f"over {len(base)} paired questions, exact McNemar p = "
-                     f"{common.mcnemar_p(a_only, b_only):.2f}")  # fmt: skip
+        line = (f"{name} − support as the answer: {diff:+.1f} [{lo:+.1f}, {hi:+.1f}] points "
+                f"over {len(base)} paired questions, exact McNemar p = "
+                f"{common.mcnemar_p(a_only, b_only):.2f}")  # fmt: skip
+        if (a := row["signals"]["support"].get("best")) and (b := signal.get("best")):
+            d, lo, hi = auc_difference(list(zip(a, b, strict=True)))
+            line += f"; AUC right vs wrong {d:+.3f} [{lo:+.3f}, {hi:+.3f}] (bootstrap 95 %)"
+        lines.append(line)
     return lines
 
 

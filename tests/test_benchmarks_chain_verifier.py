@@ -73,11 +73,48 @@ def test_each_signal_against_support_is_paired_per_question():
 
 
 def test_a_support_reader_adds_its_signal_read_from_the_last_feature():
-    from benchmarks.chain_verifier import FEATURES, SUPPORT_READER, fit, signals
+    from benchmarks.chain_verifier import (
+        FEATURES,
+        MARGIN,
+        SUPPORT_READER,
+        SUPPORT_READER_MARGIN,
+        fit,
+        signals,
+    )
 
-    rows = [[float(i % 2)] * len(FEATURES) + [0.1 + 0.8 * (i % 2)] for i in range(20)]
-    verifier = fit(rows, [i % 2 for i in range(20)], FEATURES + (SUPPORT_READER,))
+    rows = [[float(i % 2), 0.5 * (i % 2)] + [float(i % 2)] * (len(FEATURES) - 2)
+            + [0.1 + 0.8 * (i % 2), 0.3 * (i % 2)] for i in range(20)]  # fmt: skip
+    verifier = fit(rows, [i % 2 for i in range(20)],
+                   FEATURES + (SUPPORT_READER, SUPPORT_READER_MARGIN))  # fmt: skip
     judged = signals(verifier)
-    assert set(judged) == {"support", "verifier", SUPPORT_READER}
+    assert set(judged) == {"support", MARGIN, "verifier", SUPPORT_READER, SUPPORT_READER_MARGIN}
     assert judged[SUPPORT_READER](rows[1]) == 0.9 and judged["support"](rows[1]) == 1.0
+    assert judged[MARGIN](rows[1]) == 0.5 and judged[SUPPORT_READER_MARGIN](rows[1]) == 0.3
     assert SUPPORT_READER not in signals({"features": list(FEATURES)})
+    # a run saved before the margin was a signal named its feature otherwise: no margin row
+    assert MARGIN not in signals({"features": ["support", "contrast"]})
+
+
+def test_margins_in_the_verifier_rows_are_the_packages():
+    from benchmarks.chain_verifier import chain_features
+    from cgr.evaluation.support import margins
+
+    chain = Chain(("a",), ("q", "x"), ("Plants need water.",))
+    ex = SimpleNamespace(chains=[[chain, chain], [chain]], pool=None)
+    support = [[0.7, 0.2], [0.4]]
+    feats = chain_features([ex], [support], candidates=10)[0]
+    assert [[r[1] for r in rows] for rows in feats] == margins(support)
+    assert margins(support) == [[pytest.approx(0.3), pytest.approx(-0.2)], [pytest.approx(-0.3)]]
+
+
+def test_each_signal_pairs_its_auc_with_supports_where_saved():
+    from benchmarks.chain_verifier import paired_answer
+
+    best = [[0, [0.9, 0.5]], [1, [0.6, 0.4]], [0, [0.7, 0.2]]]
+    sharper = [[0, [0.4, -0.4]], [1, [0.2, -0.2]], [0, [0.5, -0.5]]]
+    row = {"signals": {"support": {"answered": [1, 0, 1], "best": best},
+                       "margin": {"answered": [1, 0, 1], "best": sharper}}}  # fmt: skip
+    (line,) = paired_answer(row)
+    # support: right 0.9 0.4 0.7 against wrong 0.5 0.6 0.2, 7 of 9 pairs in order; margin:
+    # right 0.4 -0.2 0.5 against wrong -0.4 0.2 -0.5, 8 of 9; the same answers
+    assert "+0.0 [" in line and "AUC right vs wrong +0.111 [" in line

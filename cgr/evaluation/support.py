@@ -89,6 +89,19 @@ def rank_by_support(
     return ranked
 
 
+def margins(support: list[list[float]]) -> list[list[float]]:
+    """Each chain's support minus the best support any other choice's chain has: a chain
+    that only matches what every choice's chains already give its own choice scores near or
+    below 0. Within a choice it ranks the chains as their support does; across the choices of
+    a question it is the contrast a reader of the page makes."""
+    best = [max(scores, default=0.0) for scores in support]
+    out = []
+    for c, scores in enumerate(support):
+        others = max((b for i, b in enumerate(best) if i != c), default=0.0)
+        out.append([s - others for s in scores])
+    return out
+
+
 def supported(score: float | None, threshold: float = SUPPORTED) -> bool:
     return score is not None and score >= threshold
 
