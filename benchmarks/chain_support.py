@@ -396,7 +396,7 @@ def youden(pairs: list[tuple[float, bool]], grid: list[float] | None = None) -> 
 
 def table() -> None:
     runs = sorted(RESULTS.glob("chain_support-*.json"))
-    rows = []
+    rows, margins_ = [], {}
     for path in runs:
         r = load_result(path.stem)
         f = r["faithfulness"]
@@ -417,16 +417,19 @@ def table() -> None:
         )
         if r["gold_first_support"] is not None and "gold_on_ranked_chains" in r:
             gold += f" (≤ {r['gold_on_ranked_chains']:.1f})"
+        margin = margins_[path.stem] = margin_auc(r)
         rows.append([path.stem.removeprefix("chain_support-"), r["questions"],
-                     f"{r['support_auc']:.2f} / {r['has_chain_auc']:.2f}",
+                     f"{r['support_auc']:.2f} / {f'{margin[0]:.2f}' if margin else '–'} / "
+                     f"{r['has_chain_auc']:.2f}",
                      " / ".join(f"{r[k]:.2f}" if k in r else "–" for k in ("role_auc", "support_role_checked_auc")),
                      f"{r['right_supported']:.1f} / {r['wrong_supported']:.1f}", gold,
                      f"{r['support_only_accuracy']:.1f} / {r['reader_accuracy']:.1f}",
                      cell("comp"), f"{cell('comp_random')} / {cell('comp_similar')}", cell("suff"),
                      f"{cell('suff_random')} / {cell('suff_similar')}",
                      f"{100 * f.get('flip', [float('nan')])[0]:.0f} / {100 * f.get('flip_random', [float('nan')])[0]:.0f}"])  # fmt: skip
-    print("Chain support (cgr/evaluation/support.py): support AUC right vs wrong / \"has a chain\" "
-          "AUC; AUC of the best chain's AMR role agreement (the hypothesis' predicate-role-argument "
+    print("Chain support (cgr/evaluation/support.py): AUC right vs wrong of the best chain's "
+          "support / of its margin (support minus the best support of any other choice's chain) / "
+          "of \"has a chain\"; AUC of the best chain's AMR role agreement (the hypothesis' predicate-role-argument "
           "triples a chain states, minus those it fills with another argument) / of support "
           "counting only chains with no conflicting role; choices shown a supporting chain (support >= 0.5), right / wrong %; gold fact on "
           "the chain shown first, ranked by support / supporting chains first / the search's order "
@@ -436,11 +439,15 @@ def table() -> None:
           "(p(answer) drop, bootstrap 95 %): comprehensiveness and sufficiency against as many "
           "random facts read / as many of the most similar facts read; answer flips when the "
           "chain / as many random facts are removed %")  # fmt: skip
-    print_table(["run", "questions", "AUC support / has chain", "AUC roles / support, roles checked", "supported right / wrong",
+    print_table(["run", "questions", "AUC support / margin / has chain", "AUC roles / support, roles checked", "supported right / wrong",
                  "gold on first chain", "support-only / reader acc.", "comprehensiveness",
                  "random / similar", "sufficiency drop", "random / similar", "flips"], rows)  # fmt: skip
     if not rows:
         print("(no run measured yet)")
+    if margin_lines := [f"{stem.removeprefix('chain_support-')} {d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+                        for stem, m in margins_.items() if m for d, lo, hi in [m[1]]]:  # fmt: skip
+        print("Margin − support, AUC right vs wrong (the same chains, bootstrap 95 % over "
+              "questions): " + "; ".join(margin_lines))  # fmt: skip
     beside = [line for d in BESIDE if (line := readers_line(d))]
     if beside:
         print("Support-only accuracy beside the readers trained one epoch "
@@ -460,6 +467,23 @@ def table() -> None:
                   f"(support / supported_first / search) {shares} %, "
                   + "; ".join(f"{k} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]" for k, (d, lo, hi) in pairs.items())
                   + " points (paired, 95 %)" + reach_text(r))  # fmt: skip
+
+
+def margin_auc(r: dict) -> tuple[float, tuple[float, float, float]] | None:
+    """A saved run's margin AUC right vs wrong (cgr.evaluation.support.margins: each choice's
+    best support minus the other choices' best), and margin − support with its bootstrap 95 %
+    interval over questions; None for a run saved without its chains' supports."""
+    from cgr.evaluation.support import margins
+
+    if not r or not r.get("chain_support"):
+        return None
+    both = []
+    for _, answer, sup in r["chain_support"]:
+        best = [max(s, default=0.0) for s in sup]
+        both.append(((answer, best), (answer, [m[0] for m in margins([[b] for b in best])])))
+    right = [v for _, (a, sc) in both for c, v in enumerate(sc) if c == a]
+    wrong = [v for _, (a, sc) in both for c, v in enumerate(sc) if c != a]
+    return auc(right, wrong), auc_difference(both)
 
 
 def paired_line(a: str, b: str) -> str | None:

@@ -125,3 +125,19 @@ def test_two_judges_of_the_same_chains_are_also_measured_together(tmp_path, monk
                          "the reader's (6 questions with the same chains)"), line  # fmt: skip
     common.save_result("chain_support-b", {"chain_support": judge})  # not a support reader's run
     assert "judges' mean" not in chain_support.paired_line("a", "b")
+
+
+def test_the_margin_ranks_choices_against_the_others_of_their_question():
+    from benchmarks.chain_support import margin_auc
+
+    # question 1: the right choice's best chain 0.4, the wrong one's 0.3 (margin +0.1 / -0.1);
+    # question 2: right 0.6 against wrong 0.5 and 0.2. Support puts q2's wrong 0.5 above q1's
+    # right 0.4; the margins (+0.1 for both right choices) put every right above every wrong
+    run = {"chain_support": [["q1", 0, [[0.4, 0.1], [0.3]]],
+                             ["q2", 1, [[0.5], [0.6], [0.2, 0.1]]]]}  # fmt: skip
+    margin, (diff, low, high) = margin_auc(run)
+    assert margin == 1.0
+    support = auc([0.4, 0.6], [0.3, 0.5, 0.2])  # 5 of 6 pairs in order
+    assert support == pytest.approx(5 / 6) and diff == pytest.approx(1 - 5 / 6)
+    assert low <= diff <= high
+    assert margin_auc({"chain_support": None}) is None and margin_auc({}) is None

@@ -149,12 +149,15 @@ def page_record(prediction: dict) -> dict:
 
 def _support_summary(chains: list[dict]) -> dict:
     """A choice's chains as the page states them: how many were scored, how many support it,
-    the best support (none when no chain was scored)."""
+    the best support and its margin over the other choices' best (none when no chain was
+    scored; no margin in a predictions file written before it was)."""
     scored = [c["support"] for c in chains if "support" in c]
     if not scored:
         return {}
+    margin = [c["margin"] for c in chains if "margin" in c]
     return {"scored": len(scored), "supporting": sum(bool(c.get("supports")) for c in chains),
-            "best_support": round(max(scored), 3)}  # fmt: skip
+            "best_support": round(max(scored), 3),
+            **({"best_margin": round(max(margin), 3)} if margin else {})}  # fmt: skip
 
 
 def _with_words(chain: dict, choice: dict, numbers: dict[str, int]) -> dict:

@@ -80,6 +80,9 @@ class Prediction:
         return cls(example.question_id, example.question, example.labels[best], choices, gold, why)
 
     def to_dict(self) -> dict:
+        from cgr.evaluation.support import margins
+
+        margin = margins([c.support for c in self.choices])
         return {
             "id": self.id,
             "question": self.question,
@@ -94,20 +97,22 @@ class Prediction:
                     "hypothesis": c.hypothesis,
                     "facts": [f.to_dict() for f in c.facts],
                     "chains": [
-                        {**ch.to_dict(), **_support_fields(c.support, k)}
+                        {**ch.to_dict(), **_support_fields(c.support, m, k)}
                         for k, ch in enumerate(c.chains)
                     ],
                 }
-                for c in self.choices
+                for c, m in zip(self.choices, margin, strict=True)
             ],
             **({"contrast": self.contrast} if self.contrast else {}),
         }
 
 
-def _support_fields(support: list[float], k: int) -> dict:
-    """A chain's support and whether it is shown as supporting (none when it was not scored)."""
+def _support_fields(support: list[float], margin: list[float], k: int) -> dict:
+    """A chain's support, its margin over the other choices' best chains, and whether it is
+    shown as supporting (none when it was not scored)."""
     from cgr.evaluation.support import supported
 
     if k >= len(support):
         return {}
-    return {"support": round(support[k], 4), "supports": supported(support[k])}
+    return {"support": round(support[k], 4), "margin": round(margin[k], 4),
+            "supports": supported(support[k])}  # fmt: skip

@@ -13,11 +13,20 @@ from cgr.serving import checkpoint_parser, load_predictor
 from cgr.terminal import terminal_safe
 
 
+def signed(value: float) -> str:
+    """+0.31, -0.95, and 0.00 for a tie (no sign a rounding gave)."""
+    return "0.00" if abs(value) < 0.005 else f"{value:+.2f}"
+
+
 def support_note(chain: dict) -> str:
-    """How a chain is shown: its support, and plainly when it does not support its choice."""
+    """How a chain is shown: its support, its margin over the other choices' best chains, and
+    plainly when it does not support its choice."""
     if "support" not in chain:
         return ""
-    return f"  support {chain['support']:.2f}" + ("" if chain["supports"] else f" ({UNSUPPORTED})")
+    margin = f", margin {signed(chain['margin'])}" if "margin" in chain else ""
+    return f"  support {chain['support']:.2f}{margin}" + (
+        "" if chain["supports"] else f" ({UNSUPPORTED})"
+    )
 
 
 def explanation(prediction: Prediction, max_chains: int = 3) -> list[str]:

@@ -79,6 +79,13 @@ def test_predictions_carry_support_and_a_contrast():
     second = record["choices"][1]["chains"]
     assert [c["supports"] for c in second] == [False, False]
     assert record["contrast"]["kind"] == "answer_only"
+    # the margin: a chain's support minus the best support any other choice's chain has
+    best = [max(c.support) for c in prediction.choices]
+    for c, choice in enumerate(record["choices"]):
+        others = max(b for i, b in enumerate(best) if i != c)
+        assert [ch["margin"] for ch in choice["chains"]] == pytest.approx(
+            [s - others for s in prediction.choices[c].support], abs=1e-4
+        )
     kept = predictions(Module(), [(thermometer(), [3.0, 1.0, 0.5])], order="search")[0]
     assert [c.facts for c in kept.choices[1].chains] == [("f2",), ("f1",)]
 
@@ -98,6 +105,13 @@ def test_explain_and_the_page_say_which_chains_do_not_support():
     by_label = {c["label"]: c for c in page["choices"]}
     assert by_label["B"]["supporting"] == 0 and by_label["A"]["supporting"] == 1
     assert page["contrast"].startswith("(A) over (B)")
+    # (B)'s chains state what (A) and (C) are, so they give (B) far less than those give
+    # theirs; (A) and (C) each have a chain as strong as the other's: margin 0, shown unsigned
+    assert by_label["B"]["best_margin"] < -0.9
+    assert by_label["A"]["best_margin"] == pytest.approx(0.0, abs=1e-3)
+    b_lines = [line for line in lines if line.strip().endswith("(links words, does not support)")]
+    assert len(b_lines) == 2 and all(", margin -0.95 (" in line for line in b_lines)
+    assert any(line.endswith("support 0.96, margin 0.00") for line in lines)
 
 
 def test_supported_first_keeps_the_search_order_within_each_group():
@@ -151,3 +165,16 @@ def test_a_support_reader_judges_support_in_place_of_the_reader():
     assert judged.answer == "A"  # the reader's scores still answer
     own = predictions(Module(), [(thermometer(), [3.0, 1.0, 0.5])])[0]
     assert own.choices[0].support[0] > SUPPORTED
+
+
+@pytest.mark.slow
+def test_the_page_draws_each_choices_margin_in_headless_chromium(tmp_path):
+    from cgr.chains.export import write_exports
+    from tests.chromium import run_chromium
+
+    prediction = predictions(Module(), [(thermometer(), [3.0, 1.0, 0.5])])[0]
+    _, page = write_exports([prediction.to_dict()], tmp_path)
+    dom, console = run_chromium(page, tmp_path)
+    assert console == []
+    assert "(best support 0.02); -0.95 against the other choices' best" in dom
+    assert dom.count("; 0.00 against the other choices' best") == 2  # (A) and (C) tie
