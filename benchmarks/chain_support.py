@@ -606,13 +606,14 @@ def reach_only(checkpoint: Path, data: str, search_order: str | None,
 
 
 def examples_of(checkpoint: Path, data: str, search_order: str | None,
-                evidence_order: str | None, settings: dict | None = None):  # fmt: skip
+                evidence_order: str | None, settings: dict | None = None,
+                ids: set[str] | None = None):  # fmt: skip
     """common.cached_examples with the chain search's and the reading order's overrides
-    (`settings`: other data.chains settings)."""
+    (`settings`: other data.chains settings; `ids`: only these questions)."""
     chains = {"chain_order": search_order} if search_order else {}
     chains.update(settings or {})
     evidence = {"order": evidence_order} if evidence_order else None
-    return cached_examples(checkpoint, data, chains=chains, evidence=evidence)
+    return cached_examples(checkpoint, data, chains=chains, evidence=evidence, ids=ids)
 
 
 def chain_settings(args: argparse.Namespace) -> dict:

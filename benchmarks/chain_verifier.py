@@ -88,17 +88,15 @@ def scored_examples(checkpoint: Path, data: str | None, limit: int, candidates: 
     supports and features; with `support_reader`, its support of each chain as a last feature.
     `chains`: data.chains settings in place of the checkpoint's (chain_order, link_similarity,
     rank_encoder), so that the verifier judges the chains a chain_support run judged."""
+    from cgr.data.loaders import load_multiple_choice
     from cgr.evaluation.support import chain_support, margins
 
     chains = dict(chains or {})
+    if ids is None and data is not None and limit:  # a sample, drawn before any chain search
+        every = load_multiple_choice(data)
+        ids = {q.id for q in (rng.sample(every, limit) if len(every) > limit else every)}
     module, _, questions, examples = examples_of(checkpoint, data, chains.pop("chain_order", None),
-                                                 None, chains)  # fmt: skip
-    pairs = list(zip(questions, examples, strict=True))
-    if ids is not None:
-        pairs = [(q, e) for q, e in pairs if q.id in ids]
-    elif limit and len(pairs) > limit:
-        pairs = rng.sample(pairs, limit)
-    questions, examples = [q for q, _ in pairs], [e for _, e in pairs]
+                                                 None, chains, ids)  # fmt: skip
     support = chain_support(module, examples, candidates)
     features = chain_features(examples, support, candidates)
     if support_reader:

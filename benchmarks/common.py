@@ -99,13 +99,16 @@ def dev_questions(data: dict) -> list:
 
 
 def cached_examples(checkpoint: Path, data: str | None = None, query_encoder: str = "auto",
-                    chains: dict | None = None, evidence: dict | None = None):  # fmt: skip
+                    chains: dict | None = None, evidence: dict | None = None,
+                    ids: set[str] | None = None):  # fmt: skip
     """The checkpoint's module and evidence pipeline, the questions of `data` (default: its dev
     file, gold facts attached) and their examples as `cgr eval` builds them: pools and chains
     read from the disk caches training and eval write (a dev file's OBQA pools take 10
     minutes on 2 cores to retrieve). The model loads once. `chains` / `evidence`: data.chains /
     data.evidence settings in place of the checkpoint's (the chain search and the reading order
-    are re-run; the pools are not)."""
+    are re-run; the pools are not). `ids`: only these questions get chains and evidence (the
+    pools of the whole file still come from its cache): a chain search over a sample of a
+    training file, where its settings are not the checkpoint's, takes minutes, not hours."""
     from cgr.evaluation.predict import _datamodule_for
     from cgr.pretrained.source import open_model
 
@@ -119,9 +122,13 @@ def cached_examples(checkpoint: Path, data: str | None = None, query_encoder: st
     module.eval()  # scored outside a Trainer: dropout off, as in `cgr eval` and the API
     if encoder is not None:  # a CGR checkpoint's query encoder retrieves (cached by its hash)
         datamodule.use_query_encoder(encoder)
-    datamodule.setup("predict")
-    examples = datamodule.splits["predict"]
-    return module, datamodule.pipeline, datamodule._questions["predict"], examples
+    if ids is None:
+        datamodule.setup("predict")
+        return module, datamodule.pipeline, datamodule._questions["predict"], datamodule.splits["predict"]  # fmt: skip
+    pools = datamodule.load_pools("predict", datamodule.hparams.predict_file)
+    keep = [i for i, q in enumerate(datamodule._questions["predict"]) if q.id in ids]
+    questions = [datamodule._questions["predict"][i] for i in keep]
+    return module, datamodule.pipeline, questions, datamodule.select([pools[i] for i in keep])
 
 
 def dev_gold(config: dict) -> dict[str, set[str]]:
