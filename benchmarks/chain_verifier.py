@@ -85,7 +85,8 @@ def scored_examples(checkpoint: Path, data: str | None, limit: int, candidates: 
                     support_reader: str | None = None, ids: set[str] | None = None,
                     chains: dict | None = None):  # fmt: skip
     """The questions of `data` (a sample of `limit`, or those in `ids`), their examples,
-    supports and features; with `support_reader`, its support of each chain as a last feature.
+    supports and features; with `support_reader`, its support and margin of each chain as
+    the last two features.
     `chains`: data.chains settings in place of the checkpoint's (chain_order, link_similarity,
     rank_encoder), so that the verifier judges the chains a chain_support run judged."""
     from cgr.data.loaders import load_multiple_choice
@@ -153,8 +154,8 @@ def verify(verifier: dict, row: list[float]) -> float:
 
 
 def signals(verifier: dict) -> dict:
-    """Each signal as a function of a chain's feature row (a support reader's support is the
-    row's last feature, after FEATURES)."""
+    """Each signal as a function of a chain's feature row (a support reader's support and
+    margin follow FEATURES)."""
     out = {"support": lambda r: r[0], "verifier": lambda r: verify(verifier, r)}
     if MARGIN in verifier["features"]:  # runs saved before the margin was a signal lack it
         out[MARGIN] = lambda r: r[1]
