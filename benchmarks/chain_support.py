@@ -444,10 +444,12 @@ def table() -> None:
                  "random / similar", "sufficiency drop", "random / similar", "flips"], rows)  # fmt: skip
     if not rows:
         print("(no run measured yet)")
-    if margin_lines := [f"{stem.removeprefix('chain_support-')} {d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+    if margin_lines := [f"{stem.removeprefix('chain_support-')} {d:+.3f} [{lo:+.3f}, {hi:+.3f}] "
+                        f"({m[2]:.1f} / {m[3]:.1f})"
                         for stem, m in margins_.items() if m for d, lo, hi in [m[1]]]:  # fmt: skip
         print("Margin − support, AUC right vs wrong (the same chains, bootstrap 95 % over "
-              "questions): " + "; ".join(margin_lines))  # fmt: skip
+              "questions), and (right / wrong choices with a margin ≥ 0, %): "
+              + "; ".join(margin_lines))  # fmt: skip
     beside = [line for d in BESIDE if (line := readers_line(d))]
     if beside:
         print("Support-only accuracy beside the readers trained one epoch "
@@ -469,10 +471,11 @@ def table() -> None:
                   + " points (paired, 95 %)" + reach_text(r))  # fmt: skip
 
 
-def margin_auc(r: dict) -> tuple[float, tuple[float, float, float]] | None:
+def margin_auc(r: dict) -> tuple[float, tuple[float, float, float], float, float] | None:
     """A saved run's margin AUC right vs wrong (cgr.evaluation.support.margins: each choice's
-    best support minus the other choices' best), and margin − support with its bootstrap 95 %
-    interval over questions; None for a run saved without its chains' supports."""
+    best support minus the other choices' best), margin − support with its bootstrap 95 %
+    interval over questions, and the right / wrong choices whose margin is ≥ 0 (%); None for
+    a run saved without its chains' supports."""
     from cgr.evaluation.support import margins
 
     if not r or not r.get("chain_support"):
@@ -483,7 +486,8 @@ def margin_auc(r: dict) -> tuple[float, tuple[float, float, float]] | None:
         both.append(((answer, best), (answer, [m[0] for m in margins([[b] for b in best])])))
     right = [v for _, (a, sc) in both for c, v in enumerate(sc) if c == a]
     wrong = [v for _, (a, sc) in both for c, v in enumerate(sc) if c != a]
-    return auc(right, wrong), auc_difference(both)
+    share = lambda xs: 100 * sum(x >= 0 for x in xs) / len(xs)  # noqa: E731
+    return auc(right, wrong), auc_difference(both), share(right), share(wrong)
 
 
 def paired_line(a: str, b: str) -> str | None:

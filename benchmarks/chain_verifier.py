@@ -55,6 +55,8 @@ FEATURES = (
     "pool_score",  # the best retrieval score of its facts in the choice's pool
     "pool_rank",  # the best pool rank of its facts, / pool size (0 first)
 )
+# the margin signals, and the column of the support each is a margin over
+MARGIN_OF = {MARGIN: 0, SUPPORT_READER_MARGIN: len(FEATURES)}
 
 
 def chain_features(examples, support, candidates: int) -> list[list[list[list[float]]]]:
@@ -166,14 +168,18 @@ def signals(verifier: dict) -> dict:
     return out
 
 
-def best_scores(features, signal) -> list[list[tuple[float, int | None]]]:
-    """Per example and choice: its best chain's score under `signal` and that chain's index."""
+def best_scores(features, signal, margin_of: int | None = None) -> list[list[tuple[float, int | None]]]:  # fmt: skip
+    """Per example and choice: its best chain's score under `signal` and that chain's index.
+    A choice with no chain scores 0, or, for a margin over the support in column `margin_of`
+    (MARGIN_OF), 0 minus the best support of the other choices (as margins() reads it)."""
     out = []
     for feats in features:
+        best = [max((r[margin_of] for r in rows), default=0.0) for rows in feats] if margin_of is not None else []  # fmt: skip
         row = []
-        for rows in feats:
+        for c, rows in enumerate(feats):
+            empty = -max((b for i, b in enumerate(best) if i != c), default=0.0) if best else 0.0
             scored = [(signal(r), k) for k, r in enumerate(rows)]
-            row.append(max(scored, default=(0.0, None)))
+            row.append(max(scored, default=(empty, None)))
         out.append(row)
     return out
 
@@ -221,7 +227,7 @@ def measure(checkpoint: Path, train: str, limit: int, candidates: int,
     verifier = fit(x, y, FEATURES + judged)
     verifier["support_reader"] = support_reader
     verifier["chains"] = chains or {}
-    thresholds = {name: calibrate(best_scores(tfeats, signal), tq)
+    thresholds = {name: calibrate(best_scores(tfeats, signal, MARGIN_OF.get(name)), tq)
                   for name, signal in signals(verifier).items()}  # fmt: skip
     out = {"train_questions": len(tq), "positives": sum(y), "negatives": len(y) - sum(y)}
     return out | measure_dev(checkpoint, train, candidates, verifier, thresholds)
@@ -234,7 +240,7 @@ def measure_dev(checkpoint: Path, train: str, candidates: int, verifier: dict,
     dq, dex, _, dfeats = scored_examples(checkpoint, None, 0, candidates, random.Random(SEED),
                                          verifier.get("support_reader"),
                                          chains=verifier.get("chains"))  # fmt: skip
-    rows = {name: evaluate(dq, dex, best_scores(dfeats, signal), thresholds[name])
+    rows = {name: evaluate(dq, dex, best_scores(dfeats, signal, MARGIN_OF.get(name)), thresholds[name])
             for name, signal in signals(verifier).items()}  # fmt: skip
     return {
         "checkpoint": str(checkpoint), "train": train, "candidates": candidates,

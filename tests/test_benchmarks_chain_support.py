@@ -135,7 +135,8 @@ def test_the_margin_ranks_choices_against_the_others_of_their_question():
     # right 0.4; the margins (+0.1 for both right choices) put every right above every wrong
     run = {"chain_support": [["q1", 0, [[0.4, 0.1], [0.3]]],
                              ["q2", 1, [[0.5], [0.6], [0.2, 0.1]]]]}  # fmt: skip
-    margin, (diff, low, high) = margin_auc(run)
+    margin, (diff, low, high), right, wrong = margin_auc(run)
+    assert (right, wrong) == (100.0, 0.0)  # each right choice's margin is +0.1, each wrong's < 0
     assert margin == 1.0
     support = auc([0.4, 0.6], [0.3, 0.5, 0.2])  # 5 of 6 pairs in order
     assert support == pytest.approx(5 / 6) and diff == pytest.approx(1 - 5 / 6)

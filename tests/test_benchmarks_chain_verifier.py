@@ -118,3 +118,15 @@ def test_each_signal_pairs_its_auc_with_supports_where_saved():
     # support: right 0.9 0.4 0.7 against wrong 0.5 0.6 0.2, 7 of 9 pairs in order; margin:
     # right 0.4 -0.2 0.5 against wrong -0.4 0.2 -0.5, 8 of 9; the same answers
     assert "+0.0 [" in line and "AUC right vs wrong +0.111 [" in line
+
+
+def test_a_choice_without_chains_has_the_margin_margins_gives_it():
+    """A chainless choice once scored margin 0, above every choice whose chains another
+    choice's outdo: it must score 0 minus the other choices' best support."""
+    from benchmarks.chain_verifier import MARGIN, MARGIN_OF
+
+    # choice 0: a chain of support 0.6 (margin +0.2); 1: none; 2: support 0.4 (margin -0.2)
+    features = [[[[0.6, 0.2]], [], [[0.4, -0.2]]]]
+    best = best_scores(features, lambda r: r[1], MARGIN_OF[MARGIN])
+    assert best == [[(0.2, 0), (-0.6, None), (-0.2, 0)]]
+    assert best_scores(features, lambda r: r[0])[0][1] == (0.0, None)  # support: 0
