@@ -275,7 +275,7 @@ def table() -> None:
         r = common.load_result(path.stem)
         for name, s in r["signals"].items():
             rows.append([path.stem.removeprefix("chain_verifier-"), name, r["train_questions"],
-                         f"{s['auc']:.2f}", f"{s['threshold']:.2f}",
+                         f"{s['auc']:.3f}", f"{s['threshold']:.2f}",
                          f"{s['right_supported']:.1f} / {s['wrong_supported']:.1f}",
                          f"{s['gold_first']:.1f}" if s["gold_first"] is not None else "–",
                          f"{s['answer_accuracy']:.1f}", r.get("date", "")])  # fmt: skip
