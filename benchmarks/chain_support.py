@@ -621,9 +621,13 @@ def examples_of(checkpoint: Path, data: str, search_order: str | None,
 
 
 def chain_settings(args: argparse.Namespace) -> dict:
-    """The data.chains settings the command line puts in place of the checkpoint's."""
+    """The data.chains settings the command line puts in place of the checkpoint's
+    (`--link-similarity 0`: off, for a checkpoint trained with similar links)."""
     names = ("link_similarity", "rank_encoder")
-    return {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+    out = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+    if out.get("link_similarity") == 0:
+        out["link_similarity"] = None
+    return out
 
 
 def main() -> None:
@@ -652,7 +656,8 @@ def main() -> None:
     parser.add_argument(
         "--link-similarity",
         type=float,
-        help="data.chains.link_similarity: facts reach the hypothesis through similar concepts",
+        help="data.chains.link_similarity: facts reach the hypothesis through similar concepts "
+        "(0: off)",
     )
     parser.add_argument(
         "--rank-encoder",

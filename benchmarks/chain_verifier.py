@@ -304,7 +304,9 @@ def main() -> None:
         choices=CHAIN_ORDERS,
         help="data.chains.chain_order (default: the checkpoint's)",
     )
-    parser.add_argument("--link-similarity", type=float, help="data.chains.link_similarity")
+    parser.add_argument(
+        "--link-similarity", type=float, help="data.chains.link_similarity (0: off)"
+    )
     parser.add_argument(
         "--rank-encoder", help="data.chains.rank_encoder: a chain ranker (cgr ranker)"
     )

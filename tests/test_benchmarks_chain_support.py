@@ -142,3 +142,18 @@ def test_the_margin_ranks_choices_against_the_others_of_their_question():
     assert support == pytest.approx(5 / 6) and diff == pytest.approx(1 - 5 / 6)
     assert low <= diff <= high
     assert margin_auc({"chain_support": None}) is None and margin_auc({}) is None
+
+
+def test_link_similarity_zero_turns_similar_links_off():
+    from argparse import Namespace
+
+    from benchmarks.chain_support import chain_settings
+
+    assert chain_settings(Namespace(link_similarity=0.0, rank_encoder=None)) == {
+        "link_similarity": None
+    }
+    assert chain_settings(Namespace(link_similarity=0.5, rank_encoder="r")) == {
+        "link_similarity": 0.5,
+        "rank_encoder": "r",
+    }
+    assert chain_settings(Namespace(link_similarity=None, rank_encoder=None)) == {}
