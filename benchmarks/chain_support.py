@@ -400,6 +400,7 @@ def table() -> None:
     for path in runs:
         r = load_result(path.stem)
         f = r["faithfulness"]
+        margin = margins_[path.stem] = margin_auc(r)
         if not f:  # an --orders-only run: its line under the table
             continue
 
@@ -417,7 +418,6 @@ def table() -> None:
         )
         if r["gold_first_support"] is not None and "gold_on_ranked_chains" in r:
             gold += f" (≤ {r['gold_on_ranked_chains']:.1f})"
-        margin = margins_[path.stem] = margin_auc(r)
         rows.append([path.stem.removeprefix("chain_support-"), r["questions"],
                      f"{r['support_auc']:.2f} / {f'{margin[0]:.2f}' if margin else '–'} / "
                      f"{r['has_chain_auc']:.2f}",
