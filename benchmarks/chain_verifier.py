@@ -36,7 +36,6 @@ from benchmarks.chain_support import (  # noqa: E402
     auc,
     auc_difference,
     chain_settings,
-    examples_of,
     gold_texts,
     on_gold,
     youden,
@@ -94,12 +93,12 @@ def scored_examples(checkpoint: Path, data: str | None, limit: int, candidates: 
     from cgr.data.loaders import load_multiple_choice
     from cgr.evaluation.support import chain_support, margins
 
-    chains = dict(chains or {})
     if ids is None and data is not None and limit:  # a sample, drawn before any chain search
         every = load_multiple_choice(data)
         ids = {q.id for q in (rng.sample(every, limit) if len(every) > limit else every)}
-    module, _, questions, examples = examples_of(checkpoint, data, chains.pop("chain_order", None),
-                                                 None, chains, ids)  # fmt: skip
+    module, _, questions, examples = common.cached_examples(
+        checkpoint, data, chains=chains, ids=ids
+    )
     support = chain_support(module, examples, candidates)
     features = chain_features(examples, support, candidates)
     if support_reader:
@@ -172,15 +171,16 @@ def best_scores(features, signal, margin_of: int | None = None) -> list[list[tup
     """Per example and choice: its best chain's score under `signal` and that chain's index.
     A choice with no chain scores 0, or, for a margin over the support in column `margin_of`
     (MARGIN_OF), 0 minus the best support of the other choices (as margins() reads it)."""
+    from cgr.evaluation.support import margins
+
     out = []
     for feats in features:
-        best = [max((r[margin_of] for r in rows), default=0.0) for rows in feats] if margin_of is not None else []  # fmt: skip
-        row = []
-        for c, rows in enumerate(feats):
-            empty = -max((b for i, b in enumerate(best) if i != c), default=0.0) if best else 0.0
-            scored = [(signal(r), k) for k, r in enumerate(rows)]
-            row.append(max(scored, default=(empty, None)))
-        out.append(row)
+        empty = [0.0] * len(feats)
+        if margin_of is not None:  # a chainless choice's best support is 0: its margin, -others
+            best = [[max((r[margin_of] for r in rows), default=0.0)] for rows in feats]
+            empty = [m[0] for m in margins(best)]
+        out.append([max([(signal(r), k) for k, r in enumerate(rows)], default=(e, None))
+                    for rows, e in zip(feats, empty, strict=True)])  # fmt: skip
     return out
 
 
