@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import math
 import random
 import statistics
 import sys
@@ -445,10 +446,11 @@ def table() -> None:
     if not rows:
         print("(no run measured yet)")
     if margin_lines := [f"{stem.removeprefix('chain_support-')} {d:+.3f} [{lo:+.3f}, {hi:+.3f}] "
-                        f"({m[2]:.1f} / {m[3]:.1f})"
+                        f"({m[2]:.1f} / {m[3]:.1f}; {m[4]:.1f})"
                         for stem, m in margins_.items() if m for d, lo, hi in [m[1]]]:  # fmt: skip
         print("Margin − support, AUC right vs wrong (the same chains, bootstrap 95 % over "
-              "questions), and (right / wrong choices with a margin ≥ 0, %): "
+              f"questions), and (right / wrong choices with a margin ≥ 0, %; the most right choices "
+              f"any margin threshold shows a chain for at ≤ {WRONG_CAP:.0f} % of wrong ones): "
               + "; ".join(margin_lines))  # fmt: skip
     beside = [line for d in BESIDE if (line := readers_line(d))]
     if beside:
@@ -471,23 +473,45 @@ def table() -> None:
                   + " points (paired, 95 %)" + reach_text(r))  # fmt: skip
 
 
-def margin_auc(r: dict) -> tuple[float, tuple[float, float, float], float, float] | None:
+def margin_auc(r: dict) -> tuple[float, tuple[float, float, float], float, float, float] | None:
     """A saved run's margin AUC right vs wrong (cgr.evaluation.support.margins: each choice's
     best support minus the other choices' best), margin − support with its bootstrap 95 %
-    interval over questions, and the right / wrong choices whose margin is ≥ 0 (%); None for
-    a run saved without its chains' supports."""
+    interval over questions, the right / wrong choices whose margin is ≥ 0 (%), and the most
+    right choices (%) any margin threshold marks while it marks at most WRONG_CAP % of the
+    wrong ones (a choice with no chain never); None for a run saved without its chains'
+    supports."""
     from cgr.evaluation.support import margins
 
     if not r or not r.get("chain_support"):
         return None
-    both = []
+    both, marked = [], {True: [], False: []}
     for _, answer, sup in r["chain_support"]:
         best = [max(s, default=0.0) for s in sup]
-        both.append(((answer, best), (answer, [m[0] for m in margins([[b] for b in best])])))
+        shown = [m[0] for m in margins([[b] for b in best])]
+        both.append(((answer, best), (answer, shown)))
+        for c, (m, s) in enumerate(zip(shown, sup, strict=True)):
+            marked[c == answer].append(m if s else -math.inf)
     right = [v for _, (a, sc) in both for c, v in enumerate(sc) if c == a]
     wrong = [v for _, (a, sc) in both for c, v in enumerate(sc) if c != a]
     share = lambda xs: 100 * sum(x >= 0 for x in xs) / len(xs)  # noqa: E731
-    return auc(right, wrong), auc_difference(both), share(right), share(wrong)
+    return (auc(right, wrong), auc_difference(both), share(right), share(wrong),
+            right_at_wrong(marked[True], marked[False]))  # fmt: skip
+
+
+# the most wrong choices the support target lets show a supporting chain (with 80 % of right
+# ones); the table says how many right ones the best margin threshold reaches there
+WRONG_CAP = 35.0
+
+
+def right_at_wrong(right: list[float], wrong: list[float], cap: float = WRONG_CAP) -> float:
+    """The most right scores (%) one threshold puts above it while at most `cap` % of the
+    wrong ones are: the ROC curve's height at that false-positive share (a dev-chosen
+    threshold, so an upper bound of what a train-calibrated one reaches)."""
+    ranked = sorted(wrong, reverse=True)
+    k = int(cap / 100 * len(ranked))  # wrong scores allowed above the threshold
+    if k >= len(ranked):
+        return 100.0 * sum(v > -math.inf for v in right) / len(right)
+    return 100.0 * sum(v > ranked[k] for v in right) / len(right)
 
 
 def paired_line(a: str, b: str) -> str | None:

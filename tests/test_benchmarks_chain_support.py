@@ -1,5 +1,6 @@
 """The AMR role signal benchmarks/chain_support.py measures beside the reader's support."""
 
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -135,13 +136,29 @@ def test_the_margin_ranks_choices_against_the_others_of_their_question():
     # right 0.4; the margins (+0.1 for both right choices) put every right above every wrong
     run = {"chain_support": [["q1", 0, [[0.4, 0.1], [0.3]]],
                              ["q2", 1, [[0.5], [0.6], [0.2, 0.1]]]]}  # fmt: skip
-    margin, (diff, low, high), right, wrong = margin_auc(run)
-    assert (right, wrong) == (100.0, 0.0)  # each right choice's margin is +0.1, each wrong's < 0
+    margin, (diff, low, high), right, wrong, at_cap = margin_auc(run)
+    assert (right, wrong, at_cap) == (
+        100.0,
+        0.0,
+        100.0,
+    )  # each right choice's margin is +0.1, each wrong's < 0
     assert margin == 1.0
     support = auc([0.4, 0.6], [0.3, 0.5, 0.2])  # 5 of 6 pairs in order
     assert support == pytest.approx(5 / 6) and diff == pytest.approx(1 - 5 / 6)
     assert low <= diff <= high
     assert margin_auc({"chain_support": None}) is None and margin_auc({}) is None
+
+
+def test_right_at_wrong_is_the_roc_height_at_the_wrong_cap():
+    from benchmarks.chain_support import margin_auc, right_at_wrong
+
+    wrong = [0.9, 0.5, 0.4, 0.1]  # at most 50 %: two wrong above the threshold, so it is 0.4
+    assert right_at_wrong([0.95, 0.45, 0.41, 0.3], wrong, cap=50.0) == 75.0
+    assert right_at_wrong([0.95, 0.45, 0.4, 0.3], wrong, cap=50.0) == 50.0  # a tie is not above
+    assert right_at_wrong([0.2, -math.inf], wrong, cap=100.0) == 50.0  # no chain: never shown
+    # a right choice with no chain has a margin (0 minus the others' best) but is shown none
+    run = {"chain_support": [["q1", 0, [[], [0.3]]], ["q2", 0, [[0.6], [0.5], [0.1]]]]}
+    assert margin_auc(run)[4] == 50.0
 
 
 def test_link_similarity_zero_turns_similar_links_off():
