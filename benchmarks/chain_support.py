@@ -74,6 +74,11 @@ PAIRED = (
         "obqa-no_chain_losses-authors-sim0.5-e1-s1-open_book",
         "obqa-no_chain_losses-authors-sim0.5-e1-s1-open_book-support_reader",
     ),
+    # the chains ranked by a chain ranker trained 3 epochs (cgr ranker --epochs 3) against 1
+    (
+        "obqa-no_chain_losses-authors-sim0.5-e1-s1-open_book",
+        "obqa-no_chain_losses-authors-sim0.5-e1-s1-open_book-ranker_e3",
+    ),
 )
 
 
@@ -535,9 +540,18 @@ def paired_line(a: str, b: str) -> str | None:
     a_only = sum(right(*x) and not right(*y) for x, y in both)
     b_only = sum(right(*y) and not right(*x) for x, y in both)
     d, lo, hi = paired_interval(a_only, b_only, len(both))
+    # the search's own order differs only where the runs searched or ranked the chains apart
+    search = "" if same_chains(ra, rb) else gold_first_pair(ra, rb, "search")
     return (f"{b} − {a} ({len(both)} paired questions): support AUC {d_auc:+.3f} "
             f"[{low:+.3f}, {high:+.3f}] (bootstrap 95 %); support as the answer {d:+.1f} "
-            f"[{lo:+.1f}, {hi:+.1f}] points{gold_first_pair(ra, rb)}{combined_text(ra, rb)}")  # fmt: skip
+            f"[{lo:+.1f}, {hi:+.1f}] points{gold_first_pair(ra, rb)}{search}{combined_text(ra, rb)}")  # fmt: skip
+
+
+def same_chains(ra: dict, rb: dict) -> bool:
+    """Whether two runs found and ranked the same chains (one checkpoint, one chain search)."""
+    keys = ("checkpoint", "data", "search_order", "evidence_order", "link_similarity",
+            "rank_encoder")  # fmt: skip
+    return all(ra.get(k) == rb.get(k) for k in keys)
 
 
 def auc_difference(both: list[tuple]) -> tuple[float, float, float]:
@@ -585,7 +599,7 @@ def combined_text(ra: dict, rb: dict) -> str:
 def gold_first_pair(ra: dict, rb: dict, order: str = "supported_first") -> str:
     """The gold fact on the first chain, b − a in points with its paired 95 % interval over
     the questions both runs found a gold fact for ("" where a run did not save them)."""
-    if "gold_first_each" not in ra or "gold_first_each" not in rb:
+    if any(order not in r.get("gold_first_each", {}) for r in (ra, rb)):
         return ""
     a, b = ({q: hit for q, hit in zip(r["gold_first_each"]["questions"],
                                       r["gold_first_each"][order], strict=True)}

@@ -174,3 +174,22 @@ def test_link_similarity_zero_turns_similar_links_off():
         "rank_encoder": "r",
     }
     assert chain_settings(Namespace(link_similarity=None, rank_encoder=None)) == {}
+
+
+def test_the_search_order_is_paired_only_where_the_runs_ranked_chains_apart(tmp_path, monkeypatch):
+    for module in (common, chain_support):
+        monkeypatch.setattr(module, "RESULTS", tmp_path)
+    rows = [[f"q{i}", 0, [[0.6], [0.4]]] for i in range(4)]
+
+    def run(ranker: str, search: list[bool]) -> dict:
+        each = {"questions": [f"q{i}" for i in range(4)], "supported_first": [True] * 4,
+                "search": search}  # fmt: skip
+        return {"chain_support": rows, "rank_encoder": ranker, "gold_first_each": each}
+
+    common.save_result("chain_support-a", run("R1", [True, False, False, False]))
+    common.save_result("chain_support-b", run("R3", [True, True, True, False]))
+    line = chain_support.paired_line("a", "b")
+    assert "(supported first) +0.0" in line
+    assert "; gold fact on the first chain (search) +50.0 [" in line, line
+    common.save_result("chain_support-b", run("R1", [True, True, True, False]))
+    assert "(search)" not in chain_support.paired_line("a", "b")  # one chain search
