@@ -40,7 +40,8 @@ RANKER_FILE = "ranker.json"  # what a ranker folder was trained on, beside the m
 @dataclass
 class RankerConfig:
     # 3: the similar_links chain shown first held the gold fact for 55.4 against 54.4 % of OBQA
-    # dev questions after 1 (+1.0 [-0.9, +2.9] paired; benchmarks/chain_quality.py)
+    # dev questions after 1 (+1.0 [-0.9, +2.9] paired; ARC dev 52.8 against 53.4, -0.6 [-2.4,
+    # +1.2]; benchmarks/chain_quality.py): neither shows a difference; the loss still fell
     epochs: int = 3
     batch_size: int = 32
     lr: float = 2e-5
