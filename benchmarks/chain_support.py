@@ -489,18 +489,18 @@ def margin_auc(r: dict) -> tuple[float, tuple[float, float, float], float, float
 
     if not r or not r.get("chain_support"):
         return None
-    both, marked = [], {True: [], False: []}
+    both = []
+    margin, marked = {True: [], False: []}, {True: [], False: []}  # by right (True) / wrong
     for _, answer, sup in r["chain_support"]:
         best = [max(s, default=0.0) for s in sup]
         shown = [m[0] for m in margins([[b] for b in best])]
         both.append(((answer, best), (answer, shown)))
         for c, (m, s) in enumerate(zip(shown, sup, strict=True)):
+            margin[c == answer].append(m)
             marked[c == answer].append(m if s else -math.inf)
-    right = [v for _, (a, sc) in both for c, v in enumerate(sc) if c == a]
-    wrong = [v for _, (a, sc) in both for c, v in enumerate(sc) if c != a]
     share = lambda xs: 100 * sum(x >= 0 for x in xs) / len(xs)  # noqa: E731
-    return (auc(right, wrong), auc_difference(both), share(right), share(wrong),
-            right_at_wrong(marked[True], marked[False]))  # fmt: skip
+    return (auc(margin[True], margin[False]), auc_difference(both), share(margin[True]),
+            share(margin[False]), right_at_wrong(marked[True], marked[False]))  # fmt: skip
 
 
 # the most wrong choices the support target lets show a supporting chain (with 80 % of right
