@@ -314,6 +314,7 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
         scored += module.predict_step(examples[start : start + 16], 0)
     right, wrong, has_right, has_wrong = [], [], [], []
     support_right = support_answer = reader_right = 0
+    reader_answers = {}  # question id -> the reader answered it right, to split the AUC by
     gold_first: dict[str, list[bool]] = {o: [] for o in ORDERS}
     gold_ids = []  # the questions gold_first is over (those with a gold fact), to pair runs
     per_question = []  # every chain's support, to pair two runs on the same questions
@@ -326,7 +327,8 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
             (right if c == q.answer_index else wrong).append(value)
             (has_right if c == q.answer_index else has_wrong).append(chained)
         support_answer += max(range(len(best)), key=best.__getitem__) == q.answer_index
-        reader_right += max(range(len(scores)), key=scores.__getitem__) == q.answer_index
+        reader_answers[q.id] = max(range(len(scores)), key=scores.__getitem__) == q.answer_index
+        reader_right += reader_answers[q.id]
         support_right += best[q.answer_index] >= SUPPORTED
         gold = gold_texts(q)
         if gold:
@@ -352,7 +354,7 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
         **gold_reach(questions, examples, CANDIDATES),
         "support_only_accuracy": 100 * support_answer / n, "reader_accuracy": 100 * reader_right / n,
         "faithfulness": {} if orders_only else faithfulness(module, scored, rng),
-        "threshold": SUPPORTED, "chain_support": per_question,
+        "threshold": SUPPORTED, "chain_support": per_question, "reader_answers": reader_answers,
         "gold_first_each": {"questions": gold_ids, **gold_first},
     }  # fmt: skip
     for key, values in roles.items():  # the AMR role signal, alone and as a check on support
@@ -457,6 +459,10 @@ def table() -> None:
               f"questions), and (right / wrong choices with a margin ≥ 0, %; the most right choices "
               f"any margin threshold shows a chain for at ≤ {WRONG_CAP:.0f} % of wrong ones): "
               + "; ".join(margin_lines))  # fmt: skip
+    if split := [line for path in runs if (line := by_reader_text(path.stem))]:
+        print("AUC right vs wrong of support / of its margin on the questions the reader answers "
+              "right | wrong (the run's reader, or the checkpoint's own dev answers where the run "
+              "saved none; questions): " + "; ".join(split))  # fmt: skip
     beside = [line for d in BESIDE if (line := readers_line(d))]
     if beside:
         print("Support-only accuracy beside the readers trained one epoch "
@@ -517,6 +523,50 @@ def right_at_wrong(right: list[float], wrong: list[float], cap: float = WRONG_CA
     if k >= len(ranked):
         return 100.0 * sum(v > -math.inf for v in right) / len(right)
     return 100.0 * sum(v > ranked[k] for v in right) / len(right)
+
+
+def reader_answers(r: dict) -> dict[str, bool] | None:
+    """Per question id, whether the reader answered it right: as the run saved it, else the
+    checkpoint's own dev answers (benchmarks/cgr_ablations.py keeps them beside its result,
+    named by the checkpoint's folder); None where neither is."""
+    if r.get("reader_answers"):
+        return r["reader_answers"]
+    folder = Path(r.get("checkpoint") or "").parent.name
+    saved = load_result(f"answers-{folder}") if folder else None
+    return {qid: bool(a[0]) for qid, a in saved["answers"].items()} if saved else None
+
+
+def auc_by_reader(r: dict) -> dict[bool, tuple[int, float, float]] | None:
+    """Support and margin AUC right vs wrong on the questions the reader answers right (True)
+    and on those it answers wrong (False), with their counts. Support is the reader's own
+    judgement of a chain: where it does not know the answer, it cannot know which chain
+    supports it, so the split says how much of a missed AUC is the judge's accuracy."""
+    from cgr.evaluation.support import margins
+
+    answered = reader_answers(r) if r.get("chain_support") else None
+    if not answered:
+        return None
+    groups = {k: ([], [], [], [], 0) for k in (True, False)}  # support, margin by right / wrong
+    for qid, answer, sup in r["chain_support"]:
+        if qid not in answered:
+            continue
+        s_right, s_wrong, m_right, m_wrong, n = groups[answered[qid]]
+        best = [max(s, default=0.0) for s in sup]
+        for c, (b, m) in enumerate(
+            zip(best, (m[0] for m in margins([[b] for b in best])), strict=True)
+        ):
+            (s_right if c == answer else s_wrong).append(b)
+            (m_right if c == answer else m_wrong).append(m)
+        groups[answered[qid]] = (s_right, s_wrong, m_right, m_wrong, n + 1)
+    return {k: (g[4], auc(g[0], g[1]), auc(g[2], g[3])) for k, g in groups.items() if g[4]}
+
+
+def by_reader_text(stem: str) -> str | None:
+    split = auc_by_reader(load_result(stem) or {})
+    if not split or len(split) < 2:
+        return None
+    cell = lambda k: f"{split[k][1]:.2f} / {split[k][2]:.2f} ({split[k][0]})"  # noqa: E731
+    return f"{stem.removeprefix('chain_support-')} {cell(True)} | {cell(False)}"
 
 
 def paired_line(a: str, b: str) -> str | None:

@@ -193,3 +193,27 @@ def test_the_search_order_is_paired_only_where_the_runs_ranked_chains_apart(tmp_
     assert "; gold fact on the first chain (search) +50.0 [" in line, line
     common.save_result("chain_support-b", run("R1", [True, True, True, False]))
     assert "(search)" not in chain_support.paired_line("a", "b")  # one chain search
+
+
+def test_the_auc_is_split_by_the_readers_answer(tmp_path, monkeypatch):
+    for module in (common, chain_support):
+        monkeypatch.setattr(module, "RESULTS", tmp_path)
+    # q0, q1: support ranks the answer first; q2, q3: a wrong choice first
+    rows = [["q0", 0, [[0.9], [0.1]]], ["q1", 1, [[0.2], [0.7]]],
+            ["q2", 0, [[0.1], [0.8]]], ["q3", 1, [[0.6], []]]]  # fmt: skip
+    run = {"chain_support": rows, "checkpoint": "checkpoints/bench/run-s1/best.ckpt"}
+    assert chain_support.auc_by_reader(run) is None  # no answers saved anywhere
+    # the checkpoint's own dev answers, kept beside its result: right on q0 and q2
+    answers = {"q0": [True, None], "q1": [False, None], "q2": [True, None], "q3": [False, True]}
+    common.save_result("answers-run-s1", {"run": "run-s1", "answers": answers})
+    split = chain_support.auc_by_reader(run)
+    # q0, q2: right choices' support 0.9, 0.1 against the wrong ones' 0.1, 0.8 (a tie counts
+    # half); margins 0.8, -0.7 against -0.8, 0.7
+    assert split[True] == (2, 2.5 / 4, 3 / 4)
+    assert split[False] == (2, 2 / 4, 1 / 4)  # q1, q3: 0.7, 0 (no chain) against 0.2, 0.6
+    # the run's own reader answers come first: right on q0 and q1, where support is right too
+    run["reader_answers"] = {"q0": True, "q1": True, "q2": False, "q3": False}
+    split = chain_support.auc_by_reader(run)
+    assert split[True] == (2, 1.0, 1.0) and split[False] == (2, 0.0, 0.0)
+    common.save_result("chain_support-x", run)
+    assert chain_support.by_reader_text("chain_support-x") == "x 1.00 / 1.00 (2) | 0.00 / 0.00 (2)"
