@@ -481,7 +481,7 @@ def table() -> None:
             print(f"{path.stem.removeprefix('chain_support-')}: gold fact on the first chain "
                   f"(support / supported_first / search) {shares} %, "
                   + "; ".join(f"{k} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]" for k, (d, lo, hi) in pairs.items())
-                  + " points (paired, 95 %)" + reach_text(r))  # fmt: skip
+                  + " points (paired, 95 %)" + reach_text(r) + orders_by_reader(r))  # fmt: skip
 
 
 def margin_auc(r: dict) -> tuple[float, tuple[float, float, float], float, float, float] | None:
@@ -676,6 +676,24 @@ def readers_line(dataset: str) -> str | None:
             seeds = f"{len(accs)} seed{'s' if len(accs) > 1 else ''}"
             cells.append(f"{label} {statistics.mean(accs):.1f}{sd} ({seeds})")
     return f"{dataset}: {', '.join(cells)}" if cells else None
+
+
+def orders_by_reader(r: dict) -> str:
+    """The gold fact on the first chain per order on the questions the reader answers right
+    and on those it answers wrong: whether an order's loss is the judge's mistakes alone."""
+    each, answered = r.get("gold_first_each"), reader_answers(r)
+    if not (each and answered):
+        return ""
+    cells = []
+    for right in (True, False):
+        idx = [i for i, q in enumerate(each["questions"]) if answered.get(q) is right]
+        if idx:
+            shares = " / ".join(f"{100 * sum(each[o][i] for i in idx) / len(idx):.1f}"
+                                for o in ("support", "supported_first", "search"))  # fmt: skip
+            cells.append(
+                f"{shares} on the {len(idx)} the reader answers {'right' if right else 'wrong'}"
+            )
+    return "; " + ", ".join(cells)
 
 
 def reach_text(r: dict) -> str:

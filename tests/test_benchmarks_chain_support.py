@@ -217,3 +217,14 @@ def test_the_auc_is_split_by_the_readers_answer(tmp_path, monkeypatch):
     assert split[True] == (2, 1.0, 1.0) and split[False] == (2, 0.0, 0.0)
     common.save_result("chain_support-x", run)
     assert chain_support.by_reader_text("chain_support-x") == "x 1.00 / 1.00 (2) | 0.00 / 0.00 (2)"
+
+
+def test_the_chain_orders_are_split_by_the_readers_answer():
+    each = {"questions": ["q0", "q1", "q2"], "support": [False, True, False],
+            "supported_first": [True, True, False], "search": [True, True, True]}  # fmt: skip
+    run = {"gold_first_each": each, "reader_answers": {"q0": True, "q1": True, "q2": False}}
+    assert chain_support.orders_by_reader(run) == (
+        "; 50.0 / 100.0 / 100.0 on the 2 the reader answers right, "
+        "0.0 / 0.0 / 100.0 on the 1 the reader answers wrong"
+    )
+    assert chain_support.orders_by_reader({"gold_first_each": each}) == ""  # no answers saved
