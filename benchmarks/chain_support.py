@@ -552,9 +552,8 @@ def auc_by_reader(r: dict) -> dict[bool, tuple[int, float, float]] | None:
             continue
         s_right, s_wrong, m_right, m_wrong, n = groups[answered[qid]]
         best = [max(s, default=0.0) for s in sup]
-        for c, (b, m) in enumerate(
-            zip(best, (m[0] for m in margins([[b] for b in best])), strict=True)
-        ):
+        contrast = [row[0] for row in margins([[b] for b in best])]
+        for c, (b, m) in enumerate(zip(best, contrast, strict=True)):
             (s_right if c == answer else s_wrong).append(b)
             (m_right if c == answer else m_wrong).append(m)
         groups[answered[qid]] = (s_right, s_wrong, m_right, m_wrong, n + 1)
