@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import statistics
 import sys
 import time
@@ -281,8 +282,9 @@ def support_measures(examples, judge, resamples: int = 1000) -> dict:
     search's order, paired."""
     import random
 
+    from benchmarks.chain_support import WRONG_CAP, right_at_wrong
     from benchmarks.chain_support import auc as fast_auc
-    from cgr.evaluation.support import SUPPORTED, chain_support, ranking
+    from cgr.evaluation.support import SUPPORTED, chain_support, margins, ranking
 
     support = chain_support(judge, examples)
     rows, first, search = [], [], []
@@ -311,6 +313,14 @@ def support_measures(examples, judge, resamples: int = 1000) -> dict:
     )
     right = [b[a] for a, b, _ in rows]
     wrong = [b[i] for a, b, _ in rows for i in range(len(b)) if i != a]
+    # the contrast with the other choices' best (cgr.evaluation.support.margins), and the
+    # most right choices one margin threshold marks at <= WRONG_CAP % of wrong ones (a choice
+    # with no chain is never marked)
+    margin, marked = {True: [], False: []}, {True: [], False: []}  # by right (True) / wrong
+    for (a, b, _), ex in zip(rows, examples, strict=True):
+        for c, m in enumerate(row[0] for row in margins([[v] for v in b])):
+            margin[c == a].append(m)
+            marked[c == a].append(m if ex.chains[c] else -math.inf)
     a_only = sum(s and not f for s, f in zip(search, first, strict=True))
     b_only = sum(f and not s for s, f in zip(search, first, strict=True))
     return {
@@ -322,34 +332,59 @@ def support_measures(examples, judge, resamples: int = 1000) -> dict:
                                            for a, b, _ in rows),
         "gold_first": 100 * statistics.mean(first), "gold_first_search": 100 * statistics.mean(search),
         "gold_first_diff": list(paired_interval(a_only, b_only, len(rows))),
+        "margin_auc": fast_auc(margin[True], margin[False]),
+        "right_at_wrong_cap": right_at_wrong(marked[True], marked[False], WRONG_CAP),
+        # per question: its id, the answer, each choice's best support (to pair two judges)
+        "best_support": [[ex.question_id, a, [round(v, 5) for v in b]]
+                         for ex, (a, b, _) in zip(examples, rows, strict=True)],
     }  # fmt: skip
 
 
 def support_table(datasets: list[str], split: str, settings: list[str]) -> None:
-    """The support reader's rows (chain_quality.py --support-reader), one block per dataset."""
+    """The support readers' rows (chain_quality.py --support-reader), one block per dataset:
+    the one a setting's own row holds, then those saved apart (--judge-name)."""
+    from benchmarks import common
+    from benchmarks.chain_support import WRONG_CAP
+
     for dataset in datasets:
-        rows, info = [], None
+        rows = []
         for setting in settings:
-            row = load_result(result_name(dataset, split, setting)) or {}
-            if not (s := row.get("support_reader")):
-                continue
-            info = row.get("support_reader_info") or {}
-            d, lo, hi = s["auc_diff"]
-            g, glo, ghi = s["gold_first_diff"]
-            rows.append([setting, f"{s['auc']:.2f} / {s['chain_score_auc']:.2f}",
-                         f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]",
-                         f"{s['right_supported']:.1f} / {s['wrong_supported']:.1f}",
-                         f"{s['as_answer']:.1f}", f"{s['gold_first']:.1f} / {s['gold_first_search']:.1f}",
-                         f"{g:+.1f} [{glo:+.1f}, {ghi:+.1f}]"])  # fmt: skip
+            name = result_name(dataset, split, setting)
+            judged = [load_result(name) or {}]
+            judged += [
+                load_result(p.stem) for p in sorted(common.RESULTS.glob(f"{name}-judge-*.json"))
+            ]
+            for row in judged:
+                if s := row.get("support_reader"):
+                    rows.append(support_row(setting, s, row.get("support_reader_info") or {}))
         if not rows:
             continue
-        print(f"\n{dataset} {split}, the chains judged by a support reader ({info.get('folder')}: "
-              f"cgr support-reader, {info.get('rows', '?')} training rows, "
-              f"{info.get('epochs', '?')} epoch(s)); support = p(choice | the chain's facts alone):")  # fmt: skip
-        print_table(["setting", "support AUC / chain AUC", "difference (paired 95 %)",
+        print(f"\n{dataset} {split}, the chains judged by a support reader (cgr support-reader: "
+              "its folder, base model, training rows, epochs); support = p(choice | the "
+              "chain's facts alone); margin: support minus the best support of another "
+              f"choice's chain; right % at <= {WRONG_CAP:.0f} % wrong: the most right choices one "
+              "margin threshold (chosen on these questions) marks:")  # fmt: skip
+        print_table(["setting", "support reader", "support AUC / chain AUC",
+                     "difference (paired 95 %)", "margin AUC", f"right % at <= {WRONG_CAP:.0f} % wrong",
                      "supported right / wrong %", "as the answer %",
                      "gold on first chain, supported first / search %",
                      "difference (paired 95 %)"], rows)  # fmt: skip
+
+
+def support_row(setting: str, s: dict, info: dict) -> list[str]:
+    d, lo, hi = s["auc_diff"]
+    g, glo, ghi = s["gold_first_diff"]
+    base = Path(str(info.get("base_model", "?"))).name
+    judge = (
+        f"{info.get('folder')}: {base}, {info.get('rows', '?')} rows, {info.get('epochs', '?')} ep."
+    )
+    margin = f"{s['margin_auc']:.2f}" if "margin_auc" in s else "–"  # saved before it was
+    reach = f"{s['right_at_wrong_cap']:.1f}" if "right_at_wrong_cap" in s else "–"
+    return [setting, judge, f"{s['auc']:.2f} / {s['chain_score_auc']:.2f}",
+            f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]", margin, reach,
+            f"{s['right_supported']:.1f} / {s['wrong_supported']:.1f}",
+            f"{s['as_answer']:.1f}", f"{s['gold_first']:.1f} / {s['gold_first_search']:.1f}",
+            f"{g:+.1f} [{glo:+.1f}, {ghi:+.1f}]"]  # fmt: skip
 
 
 def result_name(dataset: str, split: str, setting: str) -> str:
@@ -441,10 +476,15 @@ def main() -> None:
     parser.add_argument("--support-reader", metavar="DIR", nargs="?", const=SUPPORT_READER,
                         help="judge each setting's chains with a support reader too (cgr "
                              f"support-reader; without DIR: {SUPPORT_READER})")  # fmt: skip
+    parser.add_argument("--judge-name", metavar="NAME",
+                        help="with --support-reader: save its rows apart (RESULT-judge-NAME), "
+                             "leaving each setting's own row and the support reader it holds")  # fmt: skip
     parser.add_argument("--link-similarity", nargs="+", type=float, metavar="T",
                         help="print the similar_links setting at each threshold, save nothing "
                              "(how its threshold was chosen)")  # fmt: skip
     args = parser.parse_args()
+    if args.judge_name and not args.support_reader:
+        parser.error("--judge-name names a support reader's rows: give --support-reader DIR")
     if args.link_similarity:
         for dataset in args.datasets:
             sweep(dataset, args.split, args.link_similarity)
@@ -499,7 +539,8 @@ def main() -> None:
                 row["support_reader_info"] = judged_by
             row.update(dataset=dataset, split=args.split, setting=setting,
                        chains=SETTINGS[setting], machine=machine(), date=time.strftime("%Y-%m-%d"))  # fmt: skip
-            save_result(result_name(dataset, args.split, setting), row)
+            judged_apart = f"-judge-{args.judge_name}" if args.judge_name else ""
+            save_result(result_name(dataset, args.split, setting) + judged_apart, row)
             print(
                 dataset,
                 args.split,

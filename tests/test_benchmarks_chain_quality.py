@@ -68,10 +68,22 @@ def test_a_support_reader_is_measured_on_the_chains_against_the_chain_score(caps
     assert (measured["right_supported"], measured["wrong_supported"]) == (100.0, 0.0)
     assert measured["as_answer"] == 100.0
     assert (measured["gold_first"], measured["gold_first_search"]) == (100.0, 0.0)
+    # the answer's margin 0.96 - 1/3 (a link-word chain gives every choice a third), the
+    # wrong choices' below 0: every right choice is marked before any wrong one
+    assert measured["margin_auc"] == 1.0 and measured["right_at_wrong_cap"] == 100.0
+    assert measured["best_support"][0][:2] == ["q0", 0]
     monkeypatch.setattr(common, "RESULTS", tmp_path)
-    common.save_result(chain_quality.result_name("obqa", "dev", "default"),
-                       {"support_reader": measured, "support_reader_info": {"folder": "s", "rows": 8}})  # fmt: skip
+    name = chain_quality.result_name("obqa", "dev", "default")
+    old = {k: v for k, v in measured.items() if k not in ("margin_auc", "right_at_wrong_cap")}
+    common.save_result(name, {"support_reader": old,  # saved before the margin was measured
+                              "support_reader_info": {"folder": "s", "rows": 8, "epochs": 1,
+                                                      "base_model": "minilm"}})  # fmt: skip
+    # a second judge of the same chains, saved apart (--judge-name big)
+    common.save_result(f"{name}-judge-big", {"support_reader": measured, "support_reader_info": {
+        "folder": "b", "rows": 4, "epochs": 1, "base_model": "/models/all-mpnet-base-v2"}})  # fmt: skip
     chain_quality.support_table(["obqa"], "dev", ["default"])
     out = capsys.readouterr().out
-    assert "judged by a support reader (s: cgr support-reader, 8 training rows" in out
-    assert "| default | 1.00 / 0.50 | +0.50 [" in out
+    assert "| default | s: minilm, 8 rows, 1 ep. | 1.00 / 0.50 | +0.50 [" in out
+    assert "| – | – |" in out
+    assert "| default | b: all-mpnet-base-v2, 4 rows, 1 ep. | 1.00 / 0.50 | +0.50 [" in out
+    assert "| 1.00 | 100.0 |" in out
