@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import math
 import statistics
 import sys
 import time
@@ -282,9 +281,9 @@ def support_measures(examples, judge, resamples: int = 1000) -> dict:
     search's order, paired."""
     import random
 
-    from benchmarks.chain_support import WRONG_CAP, right_at_wrong
+    from benchmarks.chain_support import WRONG_CAP, margin_split, right_at_wrong
     from benchmarks.chain_support import auc as fast_auc
-    from cgr.evaluation.support import SUPPORTED, chain_support, margins, ranking
+    from cgr.evaluation.support import SUPPORTED, chain_support, ranking
 
     support = chain_support(judge, examples)
     rows, first, search = [], [], []
@@ -316,11 +315,9 @@ def support_measures(examples, judge, resamples: int = 1000) -> dict:
     # the contrast with the other choices' best (cgr.evaluation.support.margins), and the
     # most right choices one margin threshold marks at <= WRONG_CAP % of wrong ones (a choice
     # with no chain is never marked)
-    margin, marked = {True: [], False: []}, {True: [], False: []}  # by right (True) / wrong
-    for (a, b, _), ex in zip(rows, examples, strict=True):
-        for c, m in enumerate(row[0] for row in margins([[v] for v in b])):
-            margin[c == a].append(m)
-            marked[c == a].append(m if ex.chains[c] else -math.inf)
+    margin, marked = margin_split(
+        (ex.answer_index, sup) for ex, sup in zip(examples, support, strict=True)
+    )
     a_only = sum(s and not f for s, f in zip(search, first, strict=True))
     b_only = sum(f and not s for s, f in zip(search, first, strict=True))
     return {

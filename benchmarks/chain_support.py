@@ -491,22 +491,35 @@ def margin_auc(r: dict) -> tuple[float, tuple[float, float, float], float, float
     right choices (%) any margin threshold marks while it marks at most WRONG_CAP % of the
     wrong ones (a choice with no chain never); None for a run saved without its chains'
     supports."""
-    from cgr.evaluation.support import margins
-
     if not r or not r.get("chain_support"):
         return None
-    both = []
-    margin, marked = {True: [], False: []}, {True: [], False: []}  # by right (True) / wrong
-    for _, answer, sup in r["chain_support"]:
-        best = [max(s, default=0.0) for s in sup]
-        shown = [m[0] for m in margins([[b] for b in best])]
-        both.append(((answer, best), (answer, shown)))
-        for c, (m, s) in enumerate(zip(shown, sup, strict=True)):
-            margin[c == answer].append(m)
-            marked[c == answer].append(m if s else -math.inf)
+    both = [((answer, best), (answer, shown)) for _, answer, sup in r["chain_support"]
+            for best, shown in [choice_margins(sup)]]  # fmt: skip
+    margin, marked = margin_split((answer, sup) for _, answer, sup in r["chain_support"])
     share = lambda xs: 100 * sum(x >= 0 for x in xs) / len(xs)  # noqa: E731
     return (auc(margin[True], margin[False]), auc_difference(both), share(margin[True]),
             share(margin[False]), right_at_wrong(marked[True], marked[False]))  # fmt: skip
+
+
+def choice_margins(sup: list[list[float]]) -> tuple[list[float], list[float]]:
+    """A question's choices' best chain support (no chain: 0) and its margin over the other
+    choices' best (cgr.evaluation.support.margins)."""
+    from cgr.evaluation.support import margins
+
+    best = [max(s, default=0.0) for s in sup]
+    return best, [row[0] for row in margins([[b] for b in best])]
+
+
+def margin_split(questions) -> tuple[dict[bool, list[float]], dict[bool, list[float]]]:
+    """Every choice's margin by right (True) / wrong, over (answer, each choice's chain
+    supports) per question; and the same with a choice that has no chain never marked
+    (-inf), for right_at_wrong."""
+    margin, marked = {True: [], False: []}, {True: [], False: []}
+    for answer, sup in questions:
+        for c, m in enumerate(choice_margins(sup)[1]):
+            margin[c == answer].append(m)
+            marked[c == answer].append(m if sup[c] else -math.inf)
+    return margin, marked
 
 
 # the most wrong choices the support target lets show a supporting chain (with 80 % of right
@@ -541,8 +554,6 @@ def auc_by_reader(r: dict) -> dict[bool, tuple[int, float, float]] | None:
     and on those it answers wrong (False), with their counts. Support is the reader's own
     judgement of a chain: where it does not know the answer, it cannot know which chain
     supports it, so the split says how much of a missed AUC is the judge's accuracy."""
-    from cgr.evaluation.support import margins
-
     answered = reader_answers(r) if r.get("chain_support") else None
     if not answered:
         return None
@@ -551,9 +562,7 @@ def auc_by_reader(r: dict) -> dict[bool, tuple[int, float, float]] | None:
         if qid not in answered:
             continue
         s_right, s_wrong, m_right, m_wrong, n = groups[answered[qid]]
-        best = [max(s, default=0.0) for s in sup]
-        contrast = [row[0] for row in margins([[b] for b in best])]
-        for c, (b, m) in enumerate(zip(best, contrast, strict=True)):
+        for c, (b, m) in enumerate(zip(*choice_margins(sup), strict=True)):
             (s_right if c == answer else s_wrong).append(b)
             (m_right if c == answer else m_wrong).append(m)
         groups[answered[qid]] = (s_right, s_wrong, m_right, m_wrong, n + 1)
