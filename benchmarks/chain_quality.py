@@ -285,7 +285,7 @@ def support_measures(examples, judge, resamples: int = 1000) -> dict:
     from benchmarks.chain_support import auc as fast_auc
     from cgr.evaluation.support import SUPPORTED, chain_support, ranking
 
-    support = chain_support(judge, examples)
+    support = chain_support(judge, examples, progress=True)
     rows, first, search = [], [], []
     for ex, sup in zip(examples, support, strict=True):
         best = [max(s, default=0.0) for s in sup]

@@ -302,7 +302,7 @@ def measure(checkpoint: Path, data: str, calibrate: str | None = None, order: st
         from cgr.pretrained.support_reader import load_support_reader
 
         judge = load_support_reader(support_reader)
-    support = chain_support(judge, examples)
+    support = chain_support(judge, examples, progress=True)
     firsts = {o: [[shown_first(c, sup, o) for c, sup in zip(ex.chains or [], s, strict=False)]
                   for ex, s in zip(examples, support, strict=True)] for o in ORDERS}  # fmt: skip
     for ex, sup in zip(examples, support, strict=True):

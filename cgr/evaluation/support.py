@@ -19,6 +19,7 @@ order and only reports the support.
 from __future__ import annotations
 
 import torch
+from tqdm.auto import tqdm
 
 from cgr.chains.export import unseparated
 from cgr.data.records import Chain
@@ -46,27 +47,48 @@ DEFAULT_ORDER = "supported_first"
 
 
 def chain_support(
-    reader, examples: list[ReaderExample], candidates: int = CANDIDATES, batch_size: int = 32
+    reader,
+    examples: list[ReaderExample],
+    candidates: int = CANDIDATES,
+    batch_size: int = 32,
+    progress: bool = False,
 ) -> list[list[list[float]]]:
     """Per example and choice, the support of each of its first `candidates` chains.
-    `reader`: a MultipleChoiceReader, or a module that holds one as `.reader`."""
-    virtual, where = [], []
+    `reader`: a MultipleChoiceReader, or a module that holds one as `.reader`. A chain's
+    reading depends only on its question and facts, so chains of one question with the same
+    facts (one fact linking two choices) are read once; the readings go in order of length so
+    that a batch pads little (a third fewer tokens on OBQA dev than in the chains' order)."""
+    virtual, where, seen = [], [], {}
     out = [[[] for _ in ex.choices] for ex in examples]
     for e, ex in enumerate(examples):
         for c, chains in enumerate(ex.chains or []):
             for chain in chains[:candidates]:
                 out[e][c].append(0.0)
-                if read := reading_only(ex, chain):  # a chain not tied to its pool supports nothing
+                key = (e, tuple(chain.facts), tuple(chain.texts))
+                if key in seen:
+                    where[seen[key]].append((e, c, len(out[e][c]) - 1))
+                elif read := reading_only(ex, chain):  # not tied to its pool: supports nothing
+                    seen[key] = len(virtual)
                     virtual.append(read)
-                    where.append((e, c, len(out[e][c]) - 1))
+                    where.append([(e, c, len(out[e][c]) - 1)])
     reader = getattr(reader, "reader", reader)
-    for start in range(0, len(virtual), batch_size):
-        batch = virtual[start : start + batch_size]
+    by_length = sorted(range(len(virtual)), key=lambda i: reading_length(virtual[i]))
+    starts = range(0, len(by_length), batch_size)
+    for start in tqdm(starts, desc="chain support", unit="batch", disable=not progress):
+        batch = by_length[start : start + batch_size]
         with torch.no_grad():
-            probs = reader(reader.encode(batch, reader.device)).float().softmax(-1).cpu()
-        for (e, c, k), row in zip(where[start : start + batch_size], probs, strict=True):
-            out[e][c][k] = float(row[c])
+            encoded = reader.encode([virtual[i] for i in batch], reader.device)
+            probs = reader(encoded).float().softmax(-1).cpu()
+        for i, row in zip(batch, probs, strict=True):
+            for e, c, k in where[i]:
+                out[e][c][k] = float(row[c])
     return out
+
+
+def reading_length(example: ReaderExample) -> int:
+    """Characters of a chain's reading's longest input, as a stand-in for its tokens."""
+    facts = sum(len(f.text) for f in example.facts[0]) if example.facts else 0
+    return len(example.question) + max(map(len, example.choices), default=0) + facts
 
 
 def ranking(scores: list[float], order: str = "support") -> list[int]:

@@ -50,6 +50,29 @@ def test_a_chain_supports_the_choice_it_states_not_the_one_it_is_shown_for():
     assert support[2][0] > SUPPORTED  # the wind fact supports (C) "wind"
 
 
+class CountingReader(WordReader):
+    """WordReader that keeps what it was given to read."""
+
+    def __init__(self):
+        super().__init__()
+        self.read = []
+
+    def encode(self, batch, device):
+        self.read.extend(batch)
+        return batch
+
+
+def test_a_chain_shown_for_two_choices_is_read_once_and_scored_for_each():
+    reader = CountingReader()
+    support = chain_support(reader, [thermometer(), thermometer()], batch_size=3)
+    # each question: the thermometer chain (A, B) and the wind chain (B, C), each read once
+    assert len(reader.read) == 4
+    one_by_one = [chain_support(Module(), [thermometer()], batch_size=1)[0]] * 2
+    assert support == one_by_one
+    # one reading, each choice's own probability: (A) supported, (B) not
+    assert support[0][0][0] > SUPPORTED > support[0][1][1]
+
+
 def test_chains_are_ranked_by_support_with_the_search_order_on_ties():
     ex = thermometer()
     ranked = rank_by_support(ex, [[0.9], [0.2, 0.2], [0.7]])
