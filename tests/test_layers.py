@@ -12,6 +12,7 @@ LAYERS = [
     {"errors", "validation", "files", "config_files", "models", "nlp", "workers", "terminal",
      "signing", "runs", "fitting"},
     {"data"},
+    {"weights"},  # judging and loading model weights: every load goes through it
     {"retrieval", "amr", "generation"},
     {"chains", "reader"},
     {"evidence"},

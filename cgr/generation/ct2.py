@@ -55,11 +55,11 @@ def converted_model(model: str, gguf_file: str | None, quantization: str = "int8
     if (target / "model.bin").is_file() and (target / "source" / "config.json").is_file():
         return target
     import ctranslate2.converters
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
+
+    from cgr.weights import loaders
 
     cache.mkdir(parents=True, exist_ok=True)
-    kwargs = {"gguf_file": gguf} if gguf else {}
-    kwargs["trust_remote_code"] = False  # a model folder's own code never runs
     with tempfile.TemporaryDirectory(dir=cache, prefix=".converting-") as tmp:
         log.info(
             "converting %s to CTranslate2 %s (once; cached in %s)",
@@ -68,15 +68,14 @@ def converted_model(model: str, gguf_file: str | None, quantization: str = "int8
             target,
         )
         log.info("conversion 1/3: loading %s with transformers", gguf or path)
-        loaded = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, **kwargs)
-        config = AutoConfig.from_pretrained(path, **kwargs)
-        plain = AutoModelForCausalLM.from_config(
-            config, dtype=torch.float32, trust_remote_code=False
-        )
+        loaded = loaders.from_pretrained(AutoModelForCausalLM, path, "the generator",
+                                         torch.float32, gguf)  # fmt: skip
+        config = loaders.auto_config(path, "the generator's config", gguf)
+        plain = loaders.from_config(AutoModelForCausalLM, config, torch.float32)
         plain.load_state_dict(loaded.state_dict())
         hf = Path(tmp) / "hf"
         plain.save_pretrained(hf)
-        tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
+        tokenizer = loaders.auto_tokenizer(path, "the generator's tokenizer", gguf)
         tokenizer.save_pretrained(hf)
         del loaded, plain
         log.info("conversion 2/3: converting to CTranslate2 (%s)", quantization)
@@ -105,7 +104,7 @@ class CTranslate2Generator:
             raise ConfigError(
                 "generator.backend ctranslate2 needs `pip install ctranslate2` (scripts/setup_env.sh)"
             ) from e
-        from transformers import AutoConfig, AutoTokenizer
+        from cgr.weights import loaders
 
         folder = converted_model(model, gguf_file, quantization)
         self.device = device or ("cuda" if ctranslate2.get_cuda_device_count() else "cpu")
@@ -115,8 +114,9 @@ class CTranslate2Generator:
         # released before the interpreter tears down: the engine's threads then join cleanly
         # (left to the garbage collector at exit, the process aborts with a deadlock error)
         atexit.register(self.close)
-        self.tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
-        config = AutoConfig.from_pretrained(folder / "source", trust_remote_code=False)
+        # cgr's own conversion in its cache (CTranslate2's model.bin is no model-part file)
+        self.tokenizer = loaders.auto_tokenizer(folder, "the converted tokenizer", check=False)
+        config = loaders.auto_config(folder / "source", "the converted config", check=False)
         limit = getattr(config, "max_position_embeddings", None) or 2048
         # on a CPU one prompt at a time: in a batch CTranslate2 forwards prompts at once only up to
         # the shortest one and feeds the rest of each token by token (IRCoT prompts differ a lot)

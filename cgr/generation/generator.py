@@ -118,15 +118,16 @@ class Generation:
 def _load(path: str, gguf: str | None, device: str, dtype: str = "float32", quantize: str = "none"):
     """Tokenizer, model, seq2seq flag and config, loaded once per process (GGUF de-quantising is
     slow, and tests and benchmarks build several generators)."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
-    kwargs = {"gguf_file": gguf} if gguf else {}
-    kwargs["trust_remote_code"] = False  # a model folder's own code never runs
-    tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
-    config = AutoConfig.from_pretrained(path, **kwargs)
+    from cgr.weights import loaders
+
+    tokenizer = loaders.auto_tokenizer(path, "the generator's tokenizer", gguf)
+    config = loaders.auto_config(path, "the generator's config", gguf)
     seq2seq = bool(getattr(config, "is_encoder_decoder", False))
     loader = AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
-    model = loader.from_pretrained(path, dtype=getattr(torch, dtype), **kwargs).to(device).eval()
+    model = loaders.from_pretrained(loader, path, "the generator", getattr(torch, dtype), gguf)
+    model = model.to(device).eval()
     if quantize == "int8":
         model = _int8_linear(model)
     return tokenizer, model, seq2seq, config

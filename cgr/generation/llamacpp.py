@@ -51,7 +51,7 @@ class LlamaCppGenerator:
             raise ConfigError(
                 "generator.backend llamacpp needs `pip install xllamacpp` (scripts/setup_env.sh)"
             ) from e
-        from transformers import AutoTokenizer
+        from cgr.weights import loaders
 
         params = xllamacpp.CommonParams()
         params.model.path = str(file)
@@ -65,9 +65,7 @@ class LlamaCppGenerator:
         self._server = xllamacpp.Server(params)
         atexit.register(self.close)
         # the GGUF's own vocabulary, for the prompt builder's token budget
-        self.tokenizer = AutoTokenizer.from_pretrained(
-            path, gguf_file=gguf, trust_remote_code=False
-        )
+        self.tokenizer = loaders.auto_tokenizer(path, "the generator's tokenizer", gguf)
         self.max_new_tokens = max_new_tokens
         self.max_input_tokens = max(64, context_tokens - max_new_tokens)
 

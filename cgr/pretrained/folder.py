@@ -14,28 +14,22 @@ a symbolic link that leads out of the folder is refused, signed or not."""
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from cgr.data import jsonio
-from cgr.errors import ConfigError
 from cgr.pretrained.paths import inside
+from cgr.weights.contents import ModelFolderError, check_part
 
 CONFIG = "cgr_config.json"
 FORMAT = "cgr-model"
 FORMAT_VERSION = 1
 MAX_CONFIG_BYTES = 1_000_000
 PICKLE_SUFFIXES = {".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib", ".npy"}
-MAX_SAFETENSORS_HEADER = 100_000_000  # the format's own limit on its JSON header
 CODE_SUFFIXES = {".py", ".pyc", ".pyw", ".so", ".pyd"}
 # the configs transformers reads auto_map from (model, tokenizer, processor, feature extractor)
 AUTO_MAP_FILES = {"config.json", "tokenizer_config.json", "processor_config.json",
                   "preprocessor_config.json", "config_sentence_transformers.json"}  # fmt: skip
-
-
-class ModelFolderError(ConfigError):
-    pass
 
 
 @dataclass
@@ -51,55 +45,6 @@ class ModelFolder:
     def query_encoder(self) -> Path | None:
         spec = self.config.get("query_encoder")
         return self.path / spec["folder"] if spec else None
-
-
-DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2,
-               "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}  # fmt: skip
-
-
-def _check_safetensors(path: Path) -> None:
-    """A safetensors file read as its loader will: the 8-byte header length, the JSON header,
-    and every tensor's offsets inside the data, sized by its dtype and shape, so a cut file (an
-    intact header over missing data) or lying offsets are named here, not in a traceback."""
-    problem = None
-    try:
-        with path.open("rb") as f:
-            head = f.read(8)
-            size = struct.unpack("<Q", head)[0] if len(head) == 8 else -1
-            data_bytes = path.stat().st_size - 8 - size
-            if not 0 < size <= MAX_SAFETENSORS_HEADER or data_bytes < 0:
-                problem = "header length"
-            else:
-                header = jsonio.loads(f.read(size))
-                problem = _tensor_problem(header, data_bytes)
-    except (OSError, ValueError, UnicodeDecodeError):
-        problem = "header"
-    if problem:
-        raise ModelFolderError(f"{path}: not a readable safetensors file ({problem})")
-
-
-def _tensor_problem(header: object, data_bytes: int) -> str | None:
-    if not isinstance(header, dict):
-        return "header"
-    for name, spec in header.items():
-        if name == "__metadata__":
-            continue
-        try:
-            begin, end = spec["data_offsets"]
-            count = 1
-            for dim in spec["shape"]:
-                if not isinstance(dim, int) or dim < 0:
-                    return f"tensor {name!r}: shape"
-                count *= dim
-            width = DTYPE_BYTES[spec["dtype"]]
-        except (KeyError, TypeError, ValueError):
-            return f"tensor {name!r}: dtype, shape or offsets"
-        ints = all(isinstance(x, int) for x in (begin, end))
-        if not (ints and 0 <= begin <= end <= data_bytes and end - begin == count * width):
-            return (
-                f"tensor {name!r}: offsets {begin}..{end} do not fit the data ({data_bytes} bytes)"
-            )
-    return None
 
 
 def check_no_code(folder: Path, home: Path) -> None:
@@ -185,11 +130,9 @@ def check_weights_folder(folder: Path, what: str, needs: tuple[str, ...]) -> Non
             )
     _check_model_config(folder / "config.json")
     _check_tokenizer(folder / "tokenizer.json")
-    weights = sorted(folder.glob("*.safetensors"))
-    if not weights:
+    if not any(folder.glob("*.safetensors")):
         raise ModelFolderError(f"{folder}: no *.safetensors weights ({what})")
-    for path in weights:
-        _check_safetensors(path)
+    check_part(folder, what)  # every file by its content, every json for loader settings
 
 
 def _check_modules(folder: Path) -> None:

@@ -13,22 +13,20 @@ from dataclasses import replace
 
 import torch
 from torch import nn
-from transformers import AutoModelForMultipleChoice, AutoTokenizer
+from transformers import AutoModelForMultipleChoice
 
 from cgr.models import resolve_model
 from cgr.reader.examples import ReaderExample
 from cgr.reader.packing import EvidencePacker
+from cgr.weights import loaders
 
 
 class MultipleChoiceReader(nn.Module):
     def __init__(self, model_name: str = "minilm", max_length: int = 256):
         super().__init__()
         path = resolve_model(model_name)
-        self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-        self.model = AutoModelForMultipleChoice.from_pretrained(
-            path,
-            trust_remote_code=False,  # a model folder's own code never runs
-        )
+        self.tokenizer = loaders.auto_tokenizer(path, "the reader's tokenizer")
+        self.model = loaders.from_pretrained(AutoModelForMultipleChoice, path, "the reader")
         self.model.train()  # from_pretrained returns eval mode; Lightning toggles modes from here
         self.max_length = max_length
         self.packer = EvidencePacker(self.tokenizer, max_length)

@@ -28,13 +28,9 @@ def load_sentence_encoder(name: str, device: str | None = None, plain: bool = Fa
         if (encoder := PlainSentenceEncoder.from_folder(path)) is not None:
             log.info("Loading plain sentence encoder from %s", path)
             return encoder.to(str(device) if device else "cpu").eval()
-    from sentence_transformers import SentenceTransformer
+    from cgr.weights.loaders import sentence_transformer
 
-    return SentenceTransformer(
-        path,
-        device=str(device) if device else "cpu",
-        trust_remote_code=False,  # a model folder's own code never runs (docs/bad-input.md)
-    )
+    return sentence_transformer(path, "the sentence encoder", str(device) if device else "cpu")
 
 
 class TextEncoder:

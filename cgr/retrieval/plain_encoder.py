@@ -85,11 +85,13 @@ class PlainSentenceEncoder(torch.nn.Module):
 
     def __init__(self, folder: Path, pooling: str, normalize: bool, max_length, lower: bool):
         super().__init__()
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoModel
 
-        self.auto_model = AutoModel.from_pretrained(str(folder), dtype=torch.float32,
-                                                    trust_remote_code=False)  # fmt: skip
-        self.tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+        from cgr.weights import loaders
+
+        self.auto_model = loaders.from_pretrained(AutoModel, folder, "the sentence encoder",
+                                                  dtype=torch.float32)  # fmt: skip
+        self.tokenizer = loaders.auto_tokenizer(folder, "the sentence encoder's tokenizer")
         self.pooling, self.normalize, self.lower = pooling, normalize, lower
         if max_length is not None:
             self.max_seq_length = max_length

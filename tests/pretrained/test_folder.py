@@ -1,15 +1,12 @@
 """A model folder's pre-checks that need no trained model: no code runs from it, nothing in it
 leads outside it (crafted folders; the real exported folder: tests/pretrained/test_export.py)."""
 
-import ast
 import json
-from pathlib import Path
 
 import pytest
 
 from cgr.errors import ConfigError
 from cgr.pretrained.folder import check_no_code
-from tests.conftest import ROOT
 
 
 @pytest.fixture
@@ -47,29 +44,6 @@ def test_a_link_out_of_the_folder_is_refused(folder, tmp_path_factory):
         check_no_code(folder, folder)
 
 
-def test_every_model_loader_call_refuses_remote_code():
-    """Each from_pretrained / from_config / SentenceTransformer call in cgr passes
-    trust_remote_code=False (directly, or in the kwargs dict its function sets)."""
-    loaders = {"from_pretrained", "from_config", "SentenceTransformer"}
-    missing = []
-    for path in sorted((ROOT / "cgr").rglob("*.py")):
-        source = path.read_text()
-        for node in ast.walk(ast.parse(source)):
-            if not isinstance(node, ast.Call):
-                continue
-            name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
-            if name not in loaders:
-                continue
-            direct = any(k.arg == "trust_remote_code" and getattr(k.value, "value", None) is False
-                         for k in node.keywords)  # fmt: skip
-            via_kwargs = any(k.arg is None for k in node.keywords) and (
-                'kwargs["trust_remote_code"] = False' in source
-            )
-            if not (direct or via_kwargs):
-                missing.append(f"{Path(path).relative_to(ROOT)}:{node.lineno}")
-    assert missing == []
-
-
 def _safetensors(path, tensors=None):
     import torch
     from safetensors.torch import save_file
@@ -79,19 +53,19 @@ def _safetensors(path, tensors=None):
 
 
 def test_a_cut_or_lying_safetensors_file_is_named(tmp_path):
-    from cgr.pretrained.folder import _check_safetensors
+    from cgr.weights.contents import check_file
 
     good = _safetensors(tmp_path / "good.safetensors")
-    _check_safetensors(good)
+    check_file(good, tmp_path, "the reader")
     data = good.read_bytes()
     cut = tmp_path / "cut.safetensors"
     cut.write_bytes(data[:-20])  # the header intact, the data short
     with pytest.raises(ConfigError, match="offsets .* do not fit the data"):
-        _check_safetensors(cut)
+        check_file(cut, tmp_path, "the reader")
     lying = tmp_path / "lying.safetensors"
     lying.write_bytes(data.replace(b'"data_offsets":[0,64]', b'"data_offsets":[0,99]'))
     with pytest.raises(ConfigError, match="not a readable safetensors file"):
-        _check_safetensors(lying)
+        check_file(lying, tmp_path, "the reader")
 
 
 @pytest.mark.parametrize(
