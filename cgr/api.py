@@ -145,7 +145,7 @@ class Predictor:
     def predict_examples(self, examples: list[ReaderExample]) -> list[Prediction]:
         """Scores examples that already hold their evidence (`self.pipeline`'s output, e.g.
         one pool selected two ways)."""
-        from cgr.evaluation.support import predictions
+        from cgr.evaluation.prediction import predictions
 
         out: list[Prediction] = []
         for start in range(0, len(examples), self.batch_size):

@@ -10,7 +10,7 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -122,3 +122,8 @@ def require_writable_file(path: str | Path, what: str) -> Path:
     if file.exists() and not os.access(file, os.W_OK):
         raise ConfigError(f"{what} {file}: the file is not writable")
     return file
+
+
+def inside(path: Path, folders: Sequence[Path]) -> bool:
+    real = Path(os.path.realpath(path))  # symlinks followed: a link out of a root is outside
+    return any(real.is_relative_to(os.path.realpath(f)) for f in folders)

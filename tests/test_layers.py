@@ -76,6 +76,46 @@ def cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def module_imports(package: Path = ROOT / "cgr") -> dict[str, set[str]]:
+    """module -> the cgr modules it imports (`from cgr.a import b` names cgr.a.b where that is a
+    module, else cgr.a), at module level or inside a function."""
+
+    def name(path: Path) -> str:
+        return ".".join(path.relative_to(package.parent).with_suffix("").parts).removesuffix(
+            ".__init__"
+        )
+
+    known = {name(p) for p in package.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        module = name(path)
+        edges = graph.setdefault(module, set())
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known
+                           else node.module for a in node.names]  # fmt: skip
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            edges.update(t for t in targets if t.split(".")[0] == "cgr" and t != module)
+    return graph
+
+
+def test_no_two_files_import_each_other_even_within_a_part():
+    assert cycle(module_imports()) is None
+
+
+def test_the_file_check_finds_a_planted_circle(tmp_path):
+    import shutil
+
+    copy = tmp_path / "cgr"
+    shutil.copytree(ROOT / "cgr", copy)
+    planted = copy / "evaluation" / "support.py"
+    planted.write_text(planted.read_text() + "\nfrom cgr.evaluation.prediction import Prediction\n")
+    assert cycle(module_imports(copy)) is not None
+
+
 def test_every_part_has_a_layer():
     parts = {part_of(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"))
              for p in (ROOT / "cgr").rglob("*.py")}  # fmt: skip

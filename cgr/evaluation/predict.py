@@ -107,7 +107,8 @@ def prediction_records(module, outputs: list, judge=None, order: str | None = No
     """predict_step's (example, scores) pairs as records, chains scored for support (by
     `judge`, a support reader, else the module's reader) and ranked by `order`
     (cgr.evaluation.support.ORDERS; None: DEFAULT_ORDER)."""
-    from cgr.evaluation.support import DEFAULT_ORDER, predictions
+    from cgr.evaluation.prediction import predictions
+    from cgr.evaluation.support import DEFAULT_ORDER
 
     records = predictions(module, outputs, order or DEFAULT_ORDER, SUPPORT_CANDIDATES, judge)
     return [p.to_dict() for p in records]

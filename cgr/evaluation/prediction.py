@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cgr.data.records import Chain
-from cgr.reader.examples import ReaderExample
+from cgr.reader.examples import SCORED_CHAINS, ReaderExample
 from cgr.retrieval.base import RetrievedFact
 
 
@@ -116,3 +116,26 @@ def _support_fields(support: list[float], margin: list[float], k: int) -> dict:
         return {}
     return {"support": round(support[k], 4), "margin": round(margin[k], 4),
             "supports": supported(support[k])}  # fmt: skip
+
+
+def predictions(reader, scored: list[tuple[ReaderExample, list[float]]], order: str | None = None,
+                candidates: int = SCORED_CHAINS, judge=None) -> list:  # fmt: skip
+    """Prediction records' objects for (example, scores) pairs as predict_step returns them:
+    every choice's first `candidates` chains scored for support (by `judge`, a support reader
+    (cgr.reader.support_reader), else by `reader`) and, with order "support" or
+    "supported_first", ranked by it (None: DEFAULT_ORDER). The one place training's eval,
+    `cgr eval`, the API, explain and serve meet."""
+    from cgr.evaluation.support import DEFAULT_ORDER, ORDERS, chain_support, rank_by_support
+
+    order = order or DEFAULT_ORDER
+    if order not in ORDERS:
+        raise ValueError(f"chain order must be one of {ORDERS}, not {order!r}")
+    examples = [ex for ex, _ in scored]
+    support = (chain_support(judge or reader, examples, candidates)
+               if candidates and any(ex.chains for ex in examples) else [None] * len(examples))  # fmt: skip
+    out = []
+    for (example, scores), sup in zip(scored, support, strict=True):
+        if sup is not None and order != "search":
+            sup = rank_by_support(example, sup, order)
+        out.append(Prediction.from_example(example, scores, sup))
+    return out

@@ -165,24 +165,3 @@ def contrast(
         text = unseparated(record, f"the facts ({a}) read")
     record["text"] = text
     return record
-
-
-def predictions(reader, scored: list[tuple[ReaderExample, list[float]]], order: str = DEFAULT_ORDER,
-                candidates: int = CANDIDATES, judge=None) -> list:  # fmt: skip
-    """Prediction records' objects for (example, scores) pairs as predict_step returns them:
-    every choice's first `candidates` chains scored for support (by `judge`, a support reader
-    (cgr.reader.support_reader), else by `reader`) and, with order "support" or
-    "supported_first", ranked by it. The one place training's eval, `cgr eval`, the API, explain and serve meet."""
-    from cgr.evaluation.prediction import Prediction
-
-    if order not in ORDERS:
-        raise ValueError(f"chain order must be one of {ORDERS}, not {order!r}")
-    examples = [ex for ex, _ in scored]
-    support = (chain_support(judge or reader, examples, candidates)
-               if candidates and any(ex.chains for ex in examples) else [None] * len(examples))  # fmt: skip
-    out = []
-    for (example, scores), sup in zip(scored, support, strict=True):
-        if sup is not None and order != "search":
-            sup = rank_by_support(example, sup, order)
-        out.append(Prediction.from_example(example, scores, sup))
-    return out

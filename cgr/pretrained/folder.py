@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cgr.data import jsonio
-from cgr.pretrained.paths import inside
+from cgr.files import inside
 from cgr.weights.contents import ModelFolderError, check_part
 
 CONFIG = "cgr_config.json"

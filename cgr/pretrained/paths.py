@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cgr.errors import ConfigError
+from cgr.files import inside
 from cgr.models import is_packaged
 
 log = logging.getLogger(__name__)
@@ -63,11 +64,6 @@ def _set(settings: dict, keys: tuple[str, ...], value) -> None:
     for key in keys[:-1]:
         settings = settings[key]
     settings[keys[-1]] = value
-
-
-def inside(path: Path, folders: Sequence[Path]) -> bool:
-    real = Path(os.path.realpath(path))  # symlinks followed: a link out of a root is outside
-    return any(real.is_relative_to(os.path.realpath(f)) for f in folders)
 
 
 class PathRule:

@@ -6,13 +6,8 @@ import pytest
 import torch
 
 from cgr.data.records import Chain
-from cgr.evaluation.support import (
-    SUPPORTED,
-    chain_support,
-    contrast,
-    predictions,
-    rank_by_support,
-)
+from cgr.evaluation.prediction import predictions
+from cgr.evaluation.support import SUPPORTED, chain_support, contrast, rank_by_support
 from cgr.reader.examples import ReaderExample
 
 

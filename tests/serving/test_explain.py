@@ -127,7 +127,7 @@ def test_the_chain_order_is_one_of_the_orders_and_reaches_what_is_written(tmp_pa
     import argparse
     from pathlib import Path
 
-    from cgr.evaluation import predict, support
+    from cgr.evaluation import predict, prediction, support
     from cgr.pretrained.source import OpenedModel, add_model_arguments, with_command_line
 
     parser = argparse.ArgumentParser()
@@ -142,7 +142,7 @@ def test_the_chain_order_is_one_of_the_orders_and_reaches_what_is_written(tmp_pa
     assert refused.value.code == 2
     seen = []
     monkeypatch.setattr(
-        support, "predictions", lambda module, outputs, order, *rest: seen.append(order) or []
+        prediction, "predictions", lambda module, outputs, order, *rest: seen.append(order) or []
     )
     writer = predict.PredictionWriter(tmp_path / "p.jsonl", None, "search")
     with writer:
