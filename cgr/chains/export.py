@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from cgr.chains.drawing import BOX, TOP_PATHS, chain_words, layout, merge_paths
+from cgr.data.records import fact_id
 from cgr.files import atomic_write_text
 
 
@@ -26,15 +27,27 @@ def chain_text(chain: dict, numbers: dict[str, int], label: str) -> str:
 
 
 def export_record(prediction: dict) -> dict:
-    """One question: its facts numbered once, and per choice the hypothesis, chains and score."""
+    """One question: its facts numbered once (the chains' facts first, then the facts read),
+    each by its content id, and per choice the hypothesis, chains, score and the ids of the
+    facts it read, in reading order."""
     numbers: dict[str, int] = {}
     facts: list[dict] = []
+
+    def number(fid: str, text: str) -> int:
+        if fid not in numbers:
+            numbers[fid] = len(numbers) + 1
+            facts.append({"n": numbers[fid], "id": fid, "text": text})
+        return numbers[fid]
+
     for choice in prediction["choices"]:
         for chain in choice.get("chains") or []:
             for fid, text in zip(chain["facts"], chain.get("texts", chain["facts"]), strict=True):
-                if fid not in numbers:
-                    numbers[fid] = len(numbers) + 1
-                    facts.append({"n": numbers[fid], "id": fid, "text": text})
+                number(fid, text)
+    by_text: dict[str, str] = {}  # a fact read, by its text: the contrast names facts by text
+    for choice in prediction["choices"]:
+        for fact in choice.get("facts") or []:
+            number(fact["fact_id"], fact["text"])
+            by_text.setdefault(fact["text"], fact["fact_id"])
     choices = []
     for choice in prediction["choices"]:
         chains = choice.get("chains") or []
@@ -44,7 +57,7 @@ def export_record(prediction: dict) -> dict:
                 "text": choice["text"],
                 "score": choice["score"],
                 "hypothesis": choice["hypothesis"],
-                "facts_read": [f["text"] for f in choice.get("facts") or []],
+                "facts_read": [f["fact_id"] for f in choice.get("facts") or []],
                 "chains": [_with_words(c, choice, numbers) for c in chains],
             }
         )
@@ -58,15 +71,8 @@ def export_record(prediction: dict) -> dict:
         "choices": choices,
     }
     if why := prediction.get("contrast"):
-
-        def numbered(text: str) -> int:
-            known = next((f["n"] for f in facts if f["text"] == text), None)
-            if known is None:
-                known = len(facts) + 1
-                facts.append({"n": known, "id": text, "text": text})
-            return known
-
-        record["contrast"] = {**why, "line": contrast_line(why, numbered)}
+        known = lambda text: number(by_text.get(text) or fact_id(text), text)  # noqa: E731
+        record["contrast"] = {**why, "line": contrast_line(why, known)}
     return record
 
 

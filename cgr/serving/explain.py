@@ -38,6 +38,9 @@ def explanation(prediction: Prediction, max_chains: int = 3) -> list[str]:
         f"question: {prediction.question}",
         f"answer: ({best.label}) {best.text}  score {best.score:.3f}",
     ]
+    by_id = {f["id"]: f for f in record["facts"]}
+    shown = {fid for choice in record["choices"] for chain in choice["chains"][:max_chains]
+             for fid in chain["facts"]}  # fmt: skip
     for choice in record["choices"]:
         mark = "*" if choice["label"] == prediction.answer else " "
         chains = choice["chains"]
@@ -49,12 +52,15 @@ def explanation(prediction: Prediction, max_chains: int = 3) -> list[str]:
             f"      {chain['rendered']}{support_note(chain)}" for chain in chains[:max_chains]
         )
         if not chains and choice["facts_read"]:
-            lines.append(f"      no chain; best fact read: {choice['facts_read'][0]}")
+            first = by_id[choice["facts_read"][0]]
+            lines.append(f"      no chain; best fact read: [{first['n']}] {first['text']}")
+            shown.add(first["id"])
     if why := record.get("contrast"):
         lines.append(f"why: {why['line']}")
-    if record["facts"]:
+        shown |= {f["id"] for f in record["facts"] if f["text"] in (why.get("facts") or [])}
+    if listed := [f for f in record["facts"] if f["id"] in shown]:  # the facts named above
         lines.append("facts:")
-        lines.extend(f"  [{f['n']}] {f['text']}" for f in record["facts"])
+        lines.extend(f"  [{f['n']}] {f['text']}" for f in listed)
     return lines
 
 

@@ -46,10 +46,31 @@ def test_explanation_lists_chains_under_their_choice():
     ])  # fmt: skip
     lines = explanation(p)
     assert lines[1] == "answer: (B) solar  score 2.000"
-    assert "      no chain; best fact read: coal burns" in lines
+    assert "      no chain; best fact read: [2] coal burns" in lines
     b = lines.index("* (B) solar  score 2.000  1 chain(s), 0 fact(s) read")
     assert lines[b + 1] == "      Question -renewable-> [1] -solar-> (B)"
-    assert lines[-1] == "  [1] solar energy is renewable"
+    assert lines[-2:] == ["  [1] solar energy is renewable", "  [2] coal burns"]
+
+
+def test_every_fact_in_the_export_has_its_id_and_facts_read_names_ids():
+    """chains.jsonl numbers each fact once by its content id (never its text), the facts a
+    choice read included; `facts_read` names them as the chains do, by id."""
+    from cgr.chains.export import export_record
+    from cgr.data.records import fact_id
+
+    chain = Chain(("f1",), ("renewable", "solar"), ("solar energy is renewable",))
+    coal = RetrievedFact(fact_id("coal burns"), "coal burns", 0.5)
+    solar = RetrievedFact("f1", "solar energy is renewable", 0.9)
+    p = Prediction("q", "Which is renewable?", "B", [
+        ChoicePrediction("A", "coal", -1.0, "Coal is renewable.", [coal], [], []),
+        ChoicePrediction("B", "solar", 2.0, "Solar is renewable.", [solar, coal], [chain], [0.2]),
+    ], contrast={"kind": "none", "answer": "B", "runner_up": "A", "answer_support": 0.2,
+                 "runner_up_support": 0.0, "facts": ["coal burns"]})  # fmt: skip
+    record = export_record(p.to_dict())
+    assert [(f["n"], f["id"]) for f in record["facts"]] == [(1, "f1"), (2, fact_id("coal burns"))]
+    assert all(f["id"] != f["text"] for f in record["facts"])
+    assert [c["facts_read"] for c in record["choices"]] == [[coal.fact_id], ["f1", coal.fact_id]]
+    assert record["contrast"]["line"].endswith("rests on facts [2]")
 
 
 @pytest.mark.parametrize("question", ["", "   "])
