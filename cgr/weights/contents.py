@@ -90,9 +90,11 @@ def check_gguf(path: Path, what: str) -> None:
 
 def _open_plain(path: Path, what: str):
     """A binary handle on `path`, refused unless a plain file (a FIFO or device is refused
-    before it is read; a link's target is not followed at the last step)."""
+    before it is read). A link is followed and what it opens is judged: a hub cache's snapshot
+    is links to its blobs; a shared model folder's links out are refused by its own rule
+    (cgr.pretrained.folder.check_no_code)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as e:
         raise ModelFolderError(
             f"{path}: cannot be read ({e.strerror or type(e).__name__})"

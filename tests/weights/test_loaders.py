@@ -245,3 +245,50 @@ def test_every_model_load_goes_through_the_loaders_module():
             if name in loaders and not via_loaders:
                 elsewhere.append(f"{Path(path).relative_to(ROOT)}:{node.lineno}")
     assert elsewhere == []
+
+
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        ((10 * 2**30).to_bytes(8, "little") + b"{}", "header length"),  # a 10 GB header claimed
+        (b"\x10\x00\x00\x00\x00\x00\x00\x00" + b"[" * 16, "header"),
+        ((50_000).to_bytes(8, "little") + b"[" * 50_000, "header"),  # nested past recursion
+        (b"\x00" * 4, "header length"),
+    ],
+)
+def test_a_lying_or_bombed_safetensors_header_is_one_line(folder, content, named):
+    (folder / "model.safetensors").unlink()
+    (folder / "model.safetensors").write_bytes(content)
+    with pytest.raises(ConfigError, match=f"not a readable safetensors file \\({named}"):
+        load_reader(folder)
+
+
+def test_a_json_bomb_is_refused_before_it_is_parsed(folder):
+    """Nesting past the recursion limit, and a file past the size bound (read no further)."""
+    (folder / "config_sentence_transformers.json").write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(ConfigError, match="not a readable JSON file"):
+        load_encoder(folder)
+    with (folder / "config_sentence_transformers.json").open("wb") as f:
+        f.truncate(60_000_000)  # sparse: no disk used
+    with pytest.raises(ConfigError, match="60,000,000 bytes"):
+        load_encoder(folder)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link-out", "hard-link"])
+def test_a_fifo_or_a_link_in_a_part_is_never_read_through(folder, tmp_path, kind):
+    """A FIFO would block the check (opened non-blocking, refused as not a plain file); a
+    symbolic or hard link is judged by the content it opens (here a pickle, refused)."""
+    target = folder / "vocab.txt"
+    target.unlink()
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(pickle_bytes(tmp_path / "MARKER"))
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "link-out":
+        target.symlink_to(outside)
+    else:
+        os.link(outside, target)
+    named = {"fifo": "not a plain file", "link-out": "a pickle", "hard-link": "a pickle"}
+    with pytest.raises(ConfigError, match=named[kind]):
+        load_reader(folder)
+    assert not (tmp_path / "MARKER").exists()
