@@ -101,3 +101,25 @@ def test_a_module_list_names_only_sentence_transformers_classes(tmp_path):
     )
     with pytest.raises(ConfigError, match="leaves the folder"):
         _check_modules(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["../elsewhere", "/etc", "reader/../../x", "~/models/reader", "$HOME/reader", "${HOME}",
+     "\u2024\u2024/x", "\uff0e\uff0e/x", "..\\x"],
+)  # fmt: skip
+def test_a_folder_field_never_leads_out_of_the_model_folder(tmp_path, name):
+    """`..`, absolute paths, `~`, environment variables and look-alike dots in
+    cgr_config.json's folder fields: refused, or read as a name inside the folder (never
+    expanded), which is then missing."""
+    from cgr.pretrained.folder import read_model_folder
+
+    config = {"format": "cgr-model", "format_version": 1, "data": {},
+              "reader": {"folder": name, "max_length": 64}}  # fmt: skip
+    (tmp_path / "cgr_config.json").write_text(json.dumps(config))
+    with pytest.raises(ConfigError) as refused:
+        read_model_folder(tmp_path)
+    message = str(refused.value)
+    assert "must be a folder inside the model folder" in message or (
+        f"{tmp_path / name}: missing" in message
+    )
