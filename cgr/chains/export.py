@@ -72,33 +72,48 @@ def export_record(prediction: dict) -> dict:
     }
     if why := prediction.get("contrast"):
         known = lambda text: number(by_text.get(text) or fact_id(text), text)  # noqa: E731
-        record["contrast"] = {**why, "line": contrast_line(why, known)}
+        record["contrast"] = {**why, "line": contrast_line(why, known, numbers.__getitem__)}
     return record
 
 
 UNSUPPORTED = "links words, does not support"
 
 
-def contrast_line(why: dict, number) -> str:
+def contrast_line(why: dict, number, number_id=None) -> str:
     """The contrast (cgr.evaluation.support.contrast) as one line; `number(text)` numbers the
-    facts the answer read first, for "no chain separates ..."."""
-    if why["kind"] not in ("none", "both"):
+    facts the answer read first, for "no chain separates ...", and `number_id(fact id)` the
+    facts of the chain that separates them."""
+    if why["kind"] in ("answer", "runner_up") and number_id is not None and why.get("chain"):
+        return separated(why, "chain " + " ".join(f"[{number_id(f)}]" for f in why["chain"]))
+    if why["kind"] not in ("none", "both", "no_chains"):
         return why["text"]
     named = [f"[{number(text)}]" for text in why.get("facts") or []]
     return unseparated(why, f"facts {', '.join(named)}" if named else "the facts it read")
 
 
+def separated(why: dict, chain: str) -> str:
+    """The line of a contrast a chain decides: its reading favours the answer over the
+    runner-up ("answer") or the runner-up over the answer ("runner_up"); `chain`: its name."""
+    a, b, shown = why["answer"], why["runner_up"], why["shown_for"]
+    p = f"p {why['answer_p']:.2f} against {why['runner_up_p']:.2f}"
+    if why["kind"] == "answer":
+        return f"({a}) over ({b}): {chain}, shown for ({shown}), favours ({a}) over ({b}) ({p})"
+    return (f"({a}) over ({b}) although {chain}, shown for ({shown}), favours ({b}) ({p}); the "
+            f"reader's choice rests on the facts ({a}) read")  # fmt: skip
+
+
 def unseparated(why: dict, rests: str) -> str:
-    """The line of a contrast no chain decides: neither choice has a supporting chain ("none")
-    or both have one ("both"); `rests`: what the reader's choice rests on instead."""
+    """The line of a contrast no chain decides ("none"; "no_chains": neither choice has a
+    chain; "both": saved by an older cgr, both had supporting chains); `rests`: what the
+    reader's choice rests on instead."""
+    a, b = why["answer"], why["runner_up"]
+    if why["kind"] == "no_chains":
+        return f"no chain was found for ({a}) or ({b}); the reader's choice rests on {rests}"
     both = ""
     if why["kind"] == "both":
         both = (f": both have supporting chains (support {why['answer_support']:.2f} against "
                 f"{why['runner_up_support']:.2f})")  # fmt: skip
-    return (
-        f"no chain separates ({why['answer']}) from ({why['runner_up']}){both}; the reader's "
-        f"choice rests on {rests}"
-    )
+    return f"no chain separates ({a}) from ({b}){both}; the reader's choice rests on {rests}"
 
 
 def page_record(prediction: dict) -> dict:
@@ -130,7 +145,7 @@ def page_record(prediction: dict) -> dict:
         read = choice.get("facts") or []
         texts = {f["n"]: f["text"] for f in facts}
         chains = [{"facts": [numbers[f] for f in c["facts"]], "links": c["links"],
-                   **({"support": c["support"]} if "support" in c else {})}
+                   **{k: c[k] for k in ("support", "label") if k in c}}
                   for c in choice.get("chains") or []]  # fmt: skip
         paths = merge_paths(chains, texts, choice["text"])
         ends = {"q": prediction["question"], "a": f"({choice['label']}) {choice['text']}"}
@@ -149,7 +164,8 @@ def page_record(prediction: dict) -> dict:
     record = {**{k: prediction[k] for k in keep}, "facts": facts, "choices": choices}
     if why := prediction.get("contrast"):
         by_text = {f["text"]: fid for fid, f in found.items()}
-        record["contrast"] = contrast_line(why, lambda t: number(by_text.get(t, t), t))
+        record["contrast"] = contrast_line(why, lambda t: number(by_text.get(t, t), t),
+                                           lambda fid: numbers[fid])  # fmt: skip
     return record
 
 
@@ -161,8 +177,9 @@ def _support_summary(chains: list[dict]) -> dict:
     if not scored:
         return {}
     margin = [c["margin"] for c in chains if "margin" in c]
+    pointing = sorted({c["favours"] for c in chains if c.get("label", "").startswith("points to")})
     return {"scored": len(scored), "supporting": sum(bool(c.get("supports")) for c in chains),
-            "best_support": round(max(scored), 3),
+            "best_support": round(max(scored), 3), "points_to": pointing,
             **({"best_margin": round(max(margin), 3)} if margin else {})}  # fmt: skip
 
 

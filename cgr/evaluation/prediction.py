@@ -21,6 +21,8 @@ class ChoicePrediction:
     chains: list[Chain] = field(default_factory=list)  # best first
     # the reader's support of each of the first len(support) chains (cgr.evaluation.support)
     support: list[float] = field(default_factory=list)
+    # each scored chain's reading: the reader's probabilities over all choices (its label)
+    readings: list[list[float]] = field(default_factory=list)
 
     @property
     def fact_texts(self) -> list[str]:
@@ -35,6 +37,7 @@ class Prediction:
     choices: list[ChoicePrediction]
     gold: str | None = None  # the answer key's label, when the file has one
     contrast: dict | None = None  # why the answer and not the runner-up (support.contrast)
+    threshold: float | None = None  # the lead a chain's label needs (None: support.LEAD)
 
     @property
     def correct(self) -> bool | None:
@@ -50,18 +53,22 @@ class Prediction:
 
     @classmethod
     def from_example(
-        cls, example: ReaderExample, scores: list[float], support: list[list[float]] | None = None
-    ) -> Prediction:
+        cls, example: ReaderExample, scores: list[float], support: list[list[float]] | None = None,
+        readings: list[list[list[float]]] | None = None, threshold: float | None = None,
+    ) -> Prediction:  # fmt: skip
         """`example` as the reader module's predict_step returns it (facts = the facts read);
-        `support`: per choice, its chains' support (cgr.evaluation.support), chains in order."""
-        from cgr.evaluation.support import contrast
+        `support`: per choice, its chains' support, and `readings` their readings
+        (cgr.evaluation.support.chain_readings), chains in order."""
+        from cgr.evaluation.support import LEAD, contrast
 
+        threshold = LEAD if threshold is None else threshold
         best = max(range(len(scores)), key=scores.__getitem__)
         chains = example.chains or [[] for _ in example.choices]
         support = support or [[] for _ in example.choices]
+        readings = readings or [[] for _ in example.choices]
         choices = [
-            ChoicePrediction(label, text, score, hyp, list(facts), list(ch), list(sup))
-            for label, text, score, hyp, facts, ch, sup in zip(
+            ChoicePrediction(label, text, score, hyp, list(facts), list(ch), list(sup), list(rows))
+            for label, text, score, hyp, facts, ch, sup, rows in zip(
                 example.labels,
                 example.choices,
                 scores,
@@ -69,20 +76,24 @@ class Prediction:
                 example.facts,
                 chains,
                 support,
+                readings,
                 strict=True,
             )
         ]
         gold = None if example.answer_index is None else example.labels[example.answer_index]
         why = None
-        if any(support):
+        if any(readings):
             read = [[f.text for f in facts] for facts in example.facts]
-            why = contrast(example.labels, scores, chains, support, read)
-        return cls(example.question_id, example.question, example.labels[best], choices, gold, why)
+            why = contrast(example.labels, scores, chains, readings, read, threshold)
+        return cls(example.question_id, example.question, example.labels[best], choices, gold,
+                   why, threshold)  # fmt: skip
 
     def to_dict(self) -> dict:
-        from cgr.evaluation.support import margins
+        from cgr.evaluation.support import LEAD, margins
 
         margin = margins([c.support for c in self.choices])
+        labels = [c.label for c in self.choices]
+        threshold = LEAD if self.threshold is None else self.threshold
         return {
             "id": self.id,
             "question": self.question,
@@ -97,45 +108,62 @@ class Prediction:
                     "hypothesis": c.hypothesis,
                     "facts": [f.to_dict() for f in c.facts],
                     "chains": [
-                        {**ch.to_dict(), **_support_fields(c.support, m, k)}
+                        {**ch.to_dict(), **_support_fields(c, i, m, k, labels, threshold)}
                         for k, ch in enumerate(c.chains)
                     ],
                 }
-                for c, m in zip(self.choices, margin, strict=True)
+                for i, (c, m) in enumerate(zip(self.choices, margin, strict=True))
             ],
             **({"contrast": self.contrast} if self.contrast else {}),
         }
 
 
-def _support_fields(support: list[float], margin: list[float], k: int) -> dict:
-    """A chain's support, its margin over the other choices' best chains, and whether it is
-    shown as supporting (none when it was not scored)."""
-    from cgr.evaluation.support import supported
+def _support_fields(choice: ChoicePrediction, index: int, margin: list[float], k: int,
+                   labels: list[str], threshold: float) -> dict:  # fmt: skip
+    """A chain's support, its margin over the other choices' best chains, and its label with
+    the lead behind it and the threshold (none when it was not scored)."""
+    from cgr.evaluation.support import chain_label, label_text
 
-    if k >= len(support):
+    if k >= len(choice.support):
         return {}
-    return {"support": round(support[k], 4), "margin": round(margin[k], 4),
-            "supports": supported(support[k])}  # fmt: skip
+    row = choice.readings[k] if k < len(choice.readings) else []
+    label, lead, favoured = chain_label(row, index, threshold)
+    return {"support": round(choice.support[k], 4), "margin": round(margin[k], 4),
+            "label": label_text(label, favoured, labels), "lead": round(lead, 4),
+            "threshold": threshold, "supports": label == "supports",
+            **({"favours": labels[favoured]} if favoured is not None else {})}  # fmt: skip
 
 
 def predictions(reader, scored: list[tuple[ReaderExample, list[float]]], order: str | None = None,
-                candidates: int = SCORED_CHAINS, judge=None) -> list:  # fmt: skip
+                candidates: int = SCORED_CHAINS, judge=None,
+                threshold: float | None = None) -> list:  # fmt: skip
     """Prediction records' objects for (example, scores) pairs as predict_step returns them:
     every choice's first `candidates` chains scored for support (by `judge`, a support reader
     (cgr.reader.support_reader), else by `reader`) and, with order "support" or
     "supported_first", ranked by it (None: DEFAULT_ORDER). The one place training's eval,
     `cgr eval`, the API, explain and serve meet."""
-    from cgr.evaluation.support import DEFAULT_ORDER, ORDERS, chain_support, rank_by_support
+    from cgr.evaluation.support import (
+        DEFAULT_ORDER,  # fmt: skip
+        LEAD,
+        ORDERS,
+        chain_readings,
+        rank_by_support,
+        supports_of,
+    )
 
     order = order or DEFAULT_ORDER
+    threshold = LEAD if threshold is None else threshold
     if order not in ORDERS:
         raise ValueError(f"chain order must be one of {ORDERS}, not {order!r}")
     examples = [ex for ex, _ in scored]
-    support = (chain_support(judge or reader, examples, candidates)
-               if candidates and any(ex.chains for ex in examples) else [None] * len(examples))  # fmt: skip
+    readings = (chain_readings(judge or reader, examples, candidates)
+                if candidates and any(ex.chains for ex in examples) else [None] * len(examples))  # fmt: skip
     out = []
-    for (example, scores), sup in zip(scored, support, strict=True):
-        if sup is not None and order != "search":
-            sup = rank_by_support(example, sup, order)
-        out.append(Prediction.from_example(example, scores, sup))
+    for (example, scores), rows in zip(scored, readings, strict=True):
+        sup = None
+        if rows is not None:
+            sup = supports_of(rows)
+            if order != "search":
+                sup = rank_by_support(example, sup, order, rows, threshold)
+        out.append(Prediction.from_example(example, scores, sup, rows, threshold))
     return out

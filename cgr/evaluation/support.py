@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from tqdm.auto import tqdm
 
-from cgr.chains.export import unseparated
+from cgr.chains.export import separated, unseparated
 from cgr.data.records import Chain
 from cgr.reader.examples import SCORED_CHAINS, ReaderExample, reading_only
 
@@ -30,6 +30,13 @@ from cgr.reader.examples import SCORED_CHAINS, ReaderExample, reading_only
 # train questions with a one-epoch checkpoint, benchmarks/chain_verifier.py; 0.30 on 300 ARC
 # train questions with a one-epoch CGR checkpoint whose probabilities are near uniform)
 SUPPORTED = 0.5
+# A chain *supports* its choice when, reading only the chain, the reader prefers that choice to
+# every other by at least LEAD (p(choice) - p(best other choice)); it *points to* another choice
+# X when it prefers X so; otherwise it *links words*. A lead, not a probability: it means the
+# same with 2 choices as with 5 (a probability of 0.5 is a tie between two choices and a clear
+# preference among five). The stated default, not fitted to a model.
+LEAD = 0.1
+LABELS = ("supports", "points_to", "links_words")
 # chains per choice scored (the search's best): the ranking reorders these
 CANDIDATES = SCORED_CHAINS
 ORDERS = ("support", "supported_first", "search")
@@ -46,24 +53,26 @@ ORDERS = ("support", "supported_first", "search")
 DEFAULT_ORDER = "supported_first"
 
 
-def chain_support(
+def chain_readings(
     reader,
     examples: list[ReaderExample],
     candidates: int = CANDIDATES,
     batch_size: int = 32,
     progress: bool = False,
-) -> list[list[list[float]]]:
-    """Per example and choice, the support of each of its first `candidates` chains.
-    `reader`: a MultipleChoiceReader, or a module that holds one as `.reader`. A chain's
-    reading depends only on its question and facts, so chains of one question with the same
-    facts (one fact linking two choices) are read once; the readings go in order of length so
-    that a batch pads little (1.2x faster on 20 OBQA dev questions, the same supports)."""
+) -> list[list[list[list[float]]]]:
+    """Per example, choice and each of its first `candidates` chains: the reader's
+    probabilities over all the question's choices, reading only that chain's facts ([] for a
+    chain not tied to its pool: it is not read). `reader`: a MultipleChoiceReader, or a module
+    that holds one as `.reader`. A chain's reading depends only on its question and facts, so
+    chains of one question with the same facts (one fact linking two choices) are read once;
+    the readings go in order of length so that a batch pads little (1.2x faster on 20 OBQA dev
+    questions, the same supports)."""
     virtual, where, seen = [], [], {}
     out = [[[] for _ in ex.choices] for ex in examples]
     for e, ex in enumerate(examples):
         for c, chains in enumerate(ex.chains or []):
             for chain in chains[:candidates]:
-                out[e][c].append(0.0)
+                out[e][c].append([])
                 key = (e, tuple(chain.facts), tuple(chain.texts))
                 if key in seen:
                     where[seen[key]].append((e, c, len(out[e][c]) - 1))
@@ -80,9 +89,28 @@ def chain_support(
             encoded = reader.encode([virtual[i] for i in batch], reader.device)
             probs = reader(encoded).float().softmax(-1).cpu()
         for i, row in zip(batch, probs, strict=True):
+            values = [float(p) for p in row[: len(examples[where[i][0][0]].choices)]]
             for e, c, k in where[i]:
-                out[e][c][k] = float(row[c])
+                out[e][c][k] = values
     return out
+
+
+def supports_of(readings: list[list[list[float]]]) -> list[list[float]]:
+    """Per choice, each chain's support: its choice's probability in the chain's reading."""
+    return [[row[c] if row else 0.0 for row in rows] for c, rows in enumerate(readings)]
+
+
+def chain_support(
+    reader,
+    examples: list[ReaderExample],
+    candidates: int = CANDIDATES,
+    batch_size: int = 32,
+    progress: bool = False,
+) -> list[list[list[float]]]:
+    """Per example and choice, the support of each of its first `candidates` chains (the
+    chain's own choice's probability in its reading, chain_readings)."""
+    readings = chain_readings(reader, examples, candidates, batch_size, progress)
+    return [supports_of(r) for r in readings]
 
 
 def reading_length(example: ReaderExample) -> int:
@@ -91,27 +119,38 @@ def reading_length(example: ReaderExample) -> int:
     return len(example.question) + max(map(len, example.choices), default=0) + facts
 
 
-def ranking(scores: list[float], order: str = "support") -> list[int]:
+def ranking(
+    scores: list[float], order: str = "support", supporting: list[bool] | None = None
+) -> list[int]:
     """The indices of a choice's scored chains in the order shown (ORDERS; sorts are stable,
-    so the search's order breaks ties)."""
+    so the search's order breaks ties). `supporting`: which chains support (else support >=
+    SUPPORTED, as the benchmarks' saved rows were ranked)."""
     if order == "supported_first":
-        return sorted(range(len(scores)), key=lambda k: scores[k] < SUPPORTED)
+        flags = supporting if supporting is not None else [s >= SUPPORTED for s in scores]
+        return sorted(range(len(scores)), key=lambda k: not flags[k])
     if order == "support":
         return sorted(range(len(scores)), key=lambda k: -scores[k])
     return list(range(len(scores)))
 
 
 def rank_by_support(
-    example: ReaderExample, support: list[list[float]], order: str = "support"
-) -> list[list[float]]:
+    example: ReaderExample, support: list[list[float]], order: str = "support",
+    readings: list[list[list[float]]] | None = None, threshold: float = LEAD,
+) -> list[list[float]]:  # fmt: skip
     """In place: each choice's scored chains in `order`'s ranking (support: by support; with
-    "supported_first", the ones reaching SUPPORTED first, each group in the search's order),
-    the unscored ones after them; the supports in the chains' new order."""
+    "supported_first", the supporting ones first, each group in the search's order), the
+    unscored ones after them (and `readings`, when given, in the same order: a chain supports
+    by its label then); the supports in the chains' new order."""
     ranked = []
     for c, scores in enumerate(support):
         chains = example.chains[c]
-        order_ = ranking(scores, order)
+        flags = None
+        if readings is not None:
+            flags = [chain_label(row, c, threshold)[0] == "supports" for row in readings[c]]
+        order_ = ranking(scores, order, flags)
         example.chains[c] = [chains[k] for k in order_] + chains[len(scores) :]
+        if readings is not None:
+            readings[c] = [readings[c][k] for k in order_]
         ranked.append([scores[k] for k in order_])
     return ranked
 
@@ -129,39 +168,64 @@ def margins(support: list[list[float]]) -> list[list[float]]:
     return out
 
 
+def chain_label(
+    row: list[float], choice: int, threshold: float = LEAD
+) -> tuple[str, float, int | None]:
+    """(label, lead, favoured choice) of a chain shown for `choice`, from its reading `row`
+    (chain_readings): the lead is p(choice) minus the best other choice's p."""
+    if len(row) < 2:
+        return "links_words", 0.0, None
+    own = row[choice] - max(p for j, p in enumerate(row) if j != choice)
+    if own >= threshold:
+        return "supports", own, choice
+    other = max((j for j in range(len(row)) if j != choice), key=row.__getitem__)
+    if row[other] - max(p for j, p in enumerate(row) if j != other) >= threshold:
+        return "points_to", own, other
+    return "links_words", own, None
+
+
+def label_text(label: str, favoured: int | None, labels: list[str]) -> str:
+    """The label as a reader of the page reads it: supports / points to (X) / links words."""
+    if label == "points_to" and favoured is not None:
+        return f"points to ({labels[favoured]})"
+    return label.replace("_", " ")
+
+
 def supported(score: float | None, threshold: float = SUPPORTED) -> bool:
     return score is not None and score >= threshold
 
 
 def contrast(
-    labels: list[str], scores: list[float], chains: list[list[Chain]], support: list[list[float]],
-    read: list[list[str]], threshold: float = SUPPORTED,
+    labels: list[str], scores: list[float], chains: list[list[Chain]],
+    readings: list[list[list[float]]], read: list[list[str]], threshold: float = LEAD,
 ) -> dict | None:  # fmt: skip
-    """Why the predicted answer and not the runner-up: the supporting chain one has and the
-    other lacks, or that no chain separates them (then: the facts the answer read first)."""
+    """Why the predicted answer and not the runner-up: the chain (shown for any choice) whose
+    reading favours the answer over the runner-up the most, when by at least `threshold`
+    (kind "answer"); else one that favours the runner-up so ("runner_up"); else no chain
+    separates them ("none", or "no_chains" when neither has a chain): then the facts the
+    answer read first."""
     if len(scores) < 2:
         return None
     best, second = sorted(range(len(scores)), key=lambda i: -scores[i])[:2]
-
-    def top(i: int) -> tuple[int | None, float]:
-        found = [(k, s) for k, s in enumerate(support[i] if i < len(support) else [])]
-        k, s = max(found, key=lambda pair: pair[1], default=(None, 0.0))
-        return k, s
-
-    (k_best, s_best), (k_second, s_second) = top(best), top(second)
     a, b = labels[best], labels[second]
-    record = {"answer": a, "runner_up": b, "answer_support": s_best, "runner_up_support": s_second}
-    if supported(s_best, threshold) and not supported(s_second, threshold):
-        record.update(kind="answer_only", chain=list(chains[best][k_best].facts))
-        text = (f"({a}) over ({b}): a chain supports ({a}) (support {s_best:.2f}); no chain "
-                f"of ({b}) supports it (best {s_second:.2f})")  # fmt: skip
-    elif supported(s_second, threshold) and not supported(s_best, threshold):
-        record.update(kind="runner_up_only", chain=list(chains[second][k_second].facts))
-        text = (f"({a}) over ({b}) although only ({b}) has a supporting chain "
-                f"(support {s_second:.2f}); the reader's choice rests on the facts ({a}) read")  # fmt: skip
-    else:  # no chain separates them: neither has a supporting chain, or both have one
-        record.update(kind="both" if supported(s_best, threshold) else "none",
+    gaps = [(row[best] - row[second], c, k)
+            for c, rows in enumerate(readings) for k, row in enumerate(rows) if row]  # fmt: skip
+    record = {"answer": a, "runner_up": b, "threshold": threshold}
+    # on a tie (one chain shown for several choices), the one shown for the choice it favours
+    top = max(gaps, key=lambda g: (g[0], g[1] == best, -g[1], -g[2]), default=None)
+    low = min(gaps, key=lambda g: (g[0], g[1] != second, g[1], g[2]), default=None)
+    if top is not None and top[0] >= threshold:
+        kind, (gap, c, k) = "answer", top
+    elif low is not None and low[0] <= -threshold:
+        kind, (gap, c, k) = "runner_up", low
+    else:
+        has = [bool(chains[i]) if i < len(chains) else False for i in (best, second)]
+        record.update(kind="none" if any(has) or gaps else "no_chains",
                       facts=list(read[best][:2]) if best < len(read) else [])  # fmt: skip
-        text = unseparated(record, f"the facts ({a}) read")
-    record["text"] = text
+        record["text"] = unseparated(record, f"the facts ({a}) read")
+        return record
+    row = readings[c][k]
+    record.update(kind=kind, chain=list(chains[c][k].facts), shown_for=labels[c],
+                  gap=round(gap, 4), answer_p=round(row[best], 4), runner_up_p=round(row[second], 4))  # fmt: skip
+    record["text"] = separated(record, "a chain")
     return record

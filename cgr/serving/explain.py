@@ -20,13 +20,16 @@ def signed(value: float) -> str:
 
 def support_note(chain: dict) -> str:
     """How a chain is shown: its support, its margin over the other choices' best chains, and
-    plainly when it does not support its choice."""
+    its label (supports / points to (X) / links words) with the lead behind it."""
     if "support" not in chain:
         return ""
     margin = f", margin {signed(chain['margin'])}" if "margin" in chain else ""
-    return f"  support {chain['support']:.2f}{margin}" + (
-        "" if chain["supports"] else f" ({UNSUPPORTED})"
-    )
+    if "label" not in chain:  # a predictions file written before chains had labels
+        return f"  support {chain['support']:.2f}{margin}" + (
+            "" if chain["supports"] else f" ({UNSUPPORTED})"
+        )
+    lead = f"lead {signed(chain['lead'])}, threshold {chain['threshold']:.2f}"
+    return f"  support {chain['support']:.2f}{margin} ({chain['label']}: {lead})"
 
 
 def explanation(prediction: Prediction, max_chains: int = 3) -> list[str]:

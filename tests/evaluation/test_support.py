@@ -78,16 +78,47 @@ def test_chains_are_ranked_by_support_with_the_search_order_on_ties():
 
 
 @pytest.mark.parametrize(
-    ("support", "kind"),
-    [([[0.9], [0.2]], "answer_only"), ([[0.2], [0.8]], "runner_up_only"),
-     ([[0.9], [0.7]], "both"), ([[0.1], [0.2]], "none")],
+    ("readings", "kind"),
+    [([[[0.9, 0.1]], [[0.8, 0.2]]], "answer"), ([[[0.3, 0.7]], [[0.2, 0.8]]], "runner_up"),
+     ([[[0.52, 0.48]], [[0.5, 0.5]]], "none"), ([[], []], "no_chains")],
 )  # fmt: skip
-def test_the_contrast_names_what_separates_the_answer_from_the_runner_up(support, kind):
+def test_the_contrast_names_the_chain_that_separates_the_answer_from_the_runner_up(readings, kind):
     chains = [[Chain(("f1",), ("a", "b"), ("t1",))], [Chain(("f2",), ("a", "b"), ("t2",))]]
-    why = contrast(["A", "B"], [2.0, 1.0], chains, support, [["read 1", "read 2"], ["x"]])
+    if kind == "no_chains":
+        chains = [[], []]
+    why = contrast(["A", "B"], [2.0, 1.0], chains, readings, [["read 1", "read 2"], ["x"]])
     assert why["kind"] == kind and why["answer"] == "A" and why["runner_up"] == "B"
-    if kind in ("none", "both"):  # no chain separates them: what the answer read first
-        assert why["facts"] == ["read 1", "read 2"] and why["text"].startswith("no chain separates")
+    if kind == "answer":  # (A)'s chain favours (A) over (B) by 0.8, more than (B)'s does
+        assert why["chain"] == ["f1"] and why["shown_for"] == "A" and why["gap"] == 0.8
+        assert (
+            why["text"]
+            == "(A) over (B): a chain, shown for (A), favours (A) over (B) (p 0.90 against 0.10)"
+        )
+    if kind == "runner_up":
+        assert why["chain"] == ["f2"] and why["text"].startswith("(A) over (B) although a chain")
+    if kind in ("none", "no_chains"):  # no chain separates them: what the answer read first
+        assert why["facts"] == ["read 1", "read 2"]
+        assert why["text"].startswith(
+            "no chain separates" if kind == "none" else "no chain was found"
+        )
+
+
+@pytest.mark.parametrize(
+    ("row", "choice", "label"),
+    [([0.46, 0.30, 0.12, 0.12], 0, ("supports", 0)), ([0.30, 0.46, 0.12, 0.12], 0, ("points_to", 1)),
+     ([0.40, 0.38, 0.11, 0.11], 2, ("links_words", None)), ([0.5, 0.5], 0, ("links_words", None)),
+     ([0.56, 0.44], 0, ("supports", 0)), ([], 0, ("links_words", None))],
+)  # fmt: skip
+def test_a_chains_label_is_the_lead_its_reading_gives_a_choice(row, choice, label):
+    """Supports: its own choice leads every other by LEAD; points to X: X leads so; else it
+    links words. The same lead with 2 choices as with 4."""
+    from cgr.evaluation.support import LEAD, chain_label
+
+    kind, lead, favoured = chain_label(row, choice)
+    assert (kind, favoured) == label
+    if row:
+        assert lead == pytest.approx(row[choice] - max(p for j, p in enumerate(row) if j != choice))
+    assert LEAD == 0.1
 
 
 def test_predictions_carry_support_and_a_contrast():
@@ -96,7 +127,12 @@ def test_predictions_carry_support_and_a_contrast():
     record = prediction.to_dict()
     second = record["choices"][1]["chains"]
     assert [c["supports"] for c in second] == [False, False]
-    assert record["contrast"]["kind"] == "answer_only"
+    # (B) "length": the wind fact states what (C) is, the thermometer fact what (A) is
+    assert [c["label"] for c in second] == ["points to (C)", "points to (A)"]
+    assert [c["favours"] for c in second] == ["C", "A"]
+    first = record["choices"][0]["chains"][0]
+    assert first["label"] == "supports" and first["lead"] > 0.9 and first["threshold"] == 0.1
+    assert record["contrast"]["kind"] == "answer" and record["contrast"]["shown_for"] == "A"
     # the margin: a chain's support minus the best support any other choice's chain has
     best = [max(c.support) for c in prediction.choices]
     for c, choice in enumerate(record["choices"]):
@@ -115,10 +151,13 @@ def test_explain_and_the_page_say_which_chains_do_not_support():
     ex = thermometer()
     prediction = predictions(Module(), [(ex, [3.0, 1.0, 0.5])])[0]
     lines = explanation(prediction)
-    assert any("support" in line and "links words, does not support" in line for line in lines)
-    assert any(line.startswith("why: (A) over (B)") for line in lines)
+    assert any("(points to (C): lead -0.95, threshold 0.10)" in line for line in lines)
+    assert (
+        "why: (A) over (B): chain [1], shown for (A), favours (A) over (B) (p 0.96 against 0.02)"
+        in lines
+    )
     record = export_record(prediction.to_dict())
-    assert record["contrast"]["kind"] == "answer_only"
+    assert record["contrast"]["kind"] == "answer"
     page = page_record(prediction.to_dict())
     by_label = {c["label"]: c for c in page["choices"]}
     assert by_label["B"]["supporting"] == 0 and by_label["A"]["supporting"] == 1
@@ -127,9 +166,9 @@ def test_explain_and_the_page_say_which_chains_do_not_support():
     # theirs; (A) and (C) each have a chain as strong as the other's: margin 0, shown unsigned
     assert by_label["B"]["best_margin"] < -0.9
     assert by_label["A"]["best_margin"] == pytest.approx(0.0, abs=1e-3)
-    b_lines = [line for line in lines if line.strip().endswith("(links words, does not support)")]
+    b_lines = [line for line in lines if "(points to (" in line]
     assert len(b_lines) == 2 and all(", margin -0.95 (" in line for line in b_lines)
-    assert any(line.endswith("support 0.96, margin 0.00") for line in lines)
+    assert any("support 0.96, margin 0.00 (supports: lead +0.95" in line for line in lines)
 
 
 def test_supported_first_keeps_the_search_order_within_each_group():
@@ -143,17 +182,19 @@ def test_supported_first_keeps_the_search_order_within_each_group():
 
 
 def test_by_default_supporting_chains_come_first_in_the_search_order():
-    both = Chain(("f1",), ("measure",), ("rain and wind are measured",))  # 0.5: supports (A)
-    wind = Chain(("f2",), ("wind",), ("wind is moving air",))  # 0.98: supports (A) more
-    rain = Chain(("f3",), ("rain",), ("rain is water",))  # supports (B), not (A)
+    both = Chain(("f1",), ("measure",), ("rain and wind are measured",))  # 0.5 / 0.5: links words
+    wind = Chain(("f2",), ("wind",), ("wind is moving air",))  # 0.98: supports (A)
+    rain = Chain(("f3",), ("rain",), ("rain is water",))  # points to (B), not (A)
 
     def example():
         return ReaderExample("q", "What does an anemometer measure?", ["A", "B"],
                              ["wind", "rain"], ["h1", "h2"], facts=[[], []], answer_index=0,
                              chains=[[rain, both, wind], []])  # fmt: skip
 
-    shown = predictions(Module(), [(example(), [2.0, 1.0])])[0].choices[0].chains
-    assert [c.facts for c in shown] == [("f1",), ("f2",), ("f3",)]
+    shown = predictions(Module(), [(example(), [2.0, 1.0])])[0]
+    assert [c.facts for c in shown.choices[0].chains] == [("f2",), ("f3",), ("f1",)]
+    labels = [c["label"] for c in shown.to_dict()["choices"][0]["chains"]]
+    assert labels == ["supports", "points to (B)", "links words"]
     by_value = predictions(Module(), [(example(), [2.0, 1.0])], order="support")[0]
     assert [c.facts for c in by_value.choices[0].chains] == [("f2",), ("f1",), ("f3",)]
 
@@ -161,8 +202,9 @@ def test_by_default_supporting_chains_come_first_in_the_search_order():
 def test_a_contrast_where_both_have_supporting_chains_numbers_what_the_answer_read():
     from cgr.chains.export import contrast_line
 
-    chains = [[Chain(("f1",), ("a", "b"), ("t1",))], [Chain(("f2",), ("a", "b"), ("t2",))]]
-    why = contrast(["A", "B"], [2.0, 1.0], chains, [[0.54], [0.62]], [["read 1", "read 2"], ["x"]])
+    # a contrast saved by an older cgr, read by today's export
+    why = {"kind": "both", "answer": "A", "runner_up": "B", "answer_support": 0.54,
+           "runner_up_support": 0.62, "facts": ["read 1", "read 2"]}  # fmt: skip
     numbers = {"read 1": 3, "read 2": 1}
     line = contrast_line(why, numbers.__getitem__)
     assert line == ("no chain separates (A) from (B): both have supporting chains (support 0.54 "
@@ -194,5 +236,8 @@ def test_the_page_draws_each_choices_margin_in_headless_chromium(tmp_path):
     _, page = write_exports([prediction.to_dict()], tmp_path)
     dom, console = run_chromium(page, tmp_path)
     assert console == []
-    assert "(best support 0.02); -0.95 against the other choices' best" in dom
+    assert (
+        "(best support 0.02); a chain points to (A), a chain points to (C); -0.95 against "
+        "the other choices' best"
+    ) in dom
     assert dom.count("; 0.00 against the other choices' best") == 2  # (A) and (C) tie
