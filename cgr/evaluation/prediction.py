@@ -121,11 +121,11 @@ class Prediction:
 def _support_fields(choice: ChoicePrediction, index: int, margin: list[float], k: int,
                    labels: list[str], threshold: float) -> dict:  # fmt: skip
     """A chain's support, its margin over the other choices' best chains, and its label with
-    the lead behind it and the threshold (none when it was not scored)."""
+    the lead behind it and the threshold ("not judged" alone: a chain past the ones scored)."""
     from cgr.evaluation.support import chain_label, label_text
 
     if k >= len(choice.support):
-        return {}
+        return {"label": "not judged"} if choice.support else {}
     row = choice.readings[k] if k < len(choice.readings) else []
     label, lead, favoured = chain_label(row, index, threshold)
     return {"support": round(choice.support[k], 4), "margin": round(margin[k], 4),
