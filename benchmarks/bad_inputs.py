@@ -683,7 +683,9 @@ def main() -> int:
                 line += f" [{broken}]"
             ok = code in expected and not traceback and not broken
             failures += not ok
-            text = line.replace(str(work), "WORK").replace(f"{ROOT}/", "")  # no machine path
+            # no machine path in the saved line: the run's folder, the environment, the clone
+            text = line.replace(str(work), "WORK").replace(sys.prefix, ".venv")
+            text = text.replace(f"{ROOT}/", "")
             rows[name] = {"exit": code, "ok": ok, "message": text}
             print(
                 f"{name:<48} {code:>4}  {seconds:7.1f}  {line}{'' if ok else '   <-- FAIL' + (' (traceback)' if traceback else '')}",
