@@ -303,3 +303,29 @@ def test_deeply_nested_json_is_one_line(tmp_path):
         DataFormatError, match=":1: field '<json>': invalid JSON \\(nested too deeply"
     ):
         load_multiple_choice(path)
+
+
+def _choices(n: int) -> dict:
+    return {"id": "x", "question": {"stem": "Which?", "choices": [
+        {"label": str(i), "text": f"choice {i}"} for i in range(n)]}, "answerKey": "0"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "says"),
+    [
+        (json.dumps(_choices(0)), "question.choices", "has 0 choices (from 2 to 8)"),
+        (json.dumps(_choices(1)), "question.choices", "has 1 choices (from 2 to 8)"),
+        (json.dumps(_choices(50)), "question.choices", "has 50 choices (from 2 to 8)"),
+        (json.dumps(mc("x")).replace('"Which one?"', "NaN"), "question.stem", "expected str, got float"),
+        (json.dumps(mc("x")).replace('"Which one?"', "-Infinity"), "question.stem", "expected str"),
+        (json.dumps(mc("x"))[:-1] + ', "answerKey": NaN}', "answerKey", "'nan' is not one of"),
+    ],
+)  # fmt: skip
+def test_0_1_or_50_choices_and_nan_are_one_line(tmp_path, line, field, says):
+    """Malformed question files as an attacker shapes them: each one line naming file, line
+    and field."""
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(mc("ok")) + "\n" + line + "\n")
+    with pytest.raises(DataFormatError) as err:
+        load_multiple_choice(path)
+    assert err.value.line == 2 and err.value.field == field and says in str(err.value)
