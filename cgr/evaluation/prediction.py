@@ -4,7 +4,9 @@ writes and the chain export reads."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from cgr.data.records import Chain
 from cgr.reader.examples import SCORED_CHAINS, ReaderExample
@@ -152,7 +154,9 @@ def predictions(reader, scored: list[tuple[ReaderExample, list[float]]], order: 
     )
 
     order = order or DEFAULT_ORDER
-    threshold = LEAD if threshold is None else threshold
+    if threshold is None:
+        _say_default_lead(LEAD)
+        threshold = LEAD
     if order not in ORDERS:
         raise ValueError(f"chain order must be one of {ORDERS}, not {order!r}")
     examples = [ex for ex, _ in scored]
@@ -167,3 +171,11 @@ def predictions(reader, scored: list[tuple[ReaderExample, list[float]]], order: 
                 sup = rank_by_support(example, sup, order, rows, threshold)
         out.append(Prediction.from_example(example, scores, sup, rows, threshold))
     return out
+
+
+@lru_cache(maxsize=1)
+def _say_default_lead(lead: float) -> None:
+    """Once a process: the labels use the stated default, not a threshold fitted to the model."""
+    logging.getLogger(__name__).info(
+        "chain labels: a chain supports its choice at a lead of %.2f (the stated default; no "
+        "threshold is fitted to this model)", lead)  # fmt: skip
