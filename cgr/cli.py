@@ -1,4 +1,4 @@
-"""The one entry point: `cgr train`, `eval`, `export`, `explain`, `serve`, `encode`, `amr`, `ircot`,
+"""The one entry point: `cgr data`, `cgr train`, `eval`, `export`, `explain`, `serve`, `encode`, `amr`, `ircot`,
 `riches`, `longdoc`."""
 
 from __future__ import annotations
@@ -198,6 +198,12 @@ def explain_command(argv: list[str]) -> int:
     return explain_main(argv)
 
 
+def data_command(argv: list[str]) -> int:
+    from cgr.datasets.commands import main as data_main
+
+    return data_main(argv)
+
+
 def serve_command(argv: list[str]) -> int:
     from cgr.serving.server import main as serve_main
 
@@ -206,6 +212,7 @@ def serve_command(argv: list[str]) -> int:
 
 COMMANDS = {
     "train": train,
+    "data": data_command,
     "eval": evaluate_command,
     "explain": explain_command,
     "export": export_command,

@@ -12,6 +12,7 @@ LAYERS = [
     {"errors", "validation", "files", "config_files", "models", "nlp", "workers", "terminal",
      "signing", "runs", "fitting"},
     {"data"},
+    {"datasets"},  # getting the public datasets into the data root (cgr data)
     {"weights"},  # judging and loading model weights: every load goes through it
     {"retrieval", "amr", "generation"},
     {"chains", "reader"},

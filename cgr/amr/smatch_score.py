@@ -6,6 +6,7 @@ from pathlib import Path
 
 import penman
 
+from cgr.data.loaders import require_file
 from cgr.errors import DataFormatError
 
 EMPTY = "(e / empty-graph)"  # stands for a failed parse: every gold triple counts as missed
@@ -13,9 +14,7 @@ EMPTY = "(e / empty-graph)"  # stands for a failed parse: every gold triple coun
 
 def read_gold(path: str | Path) -> list[tuple[str, penman.Graph]]:
     """(sentence, graph) for every graph with an `::id` and `::snt` (skips the unlabeled example)."""
-    p = Path(path)
-    if not p.is_file():
-        raise DataFormatError(str(p), None, "gold AMR", "file not found")
+    p = require_file(path, "gold AMR")
     out = []
     for graph in penman.iterdecode(p.read_text(encoding="utf-8")):
         if "id" in graph.metadata and "snt" in graph.metadata:

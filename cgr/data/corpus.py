@@ -15,6 +15,7 @@ from pathlib import Path
 from cgr.data import jsonio
 from cgr.data.loaders import iter_jsonl, read_utf8, require_file, text_lines
 from cgr.data.records import Fact, fact_id, normalize_fact_text, text_key
+from cgr.data.root import data_path
 from cgr.errors import DataFormatError
 
 
@@ -78,7 +79,7 @@ def _iter_worldtree_tables(folder: Path) -> Iterator[str]:
 
 
 def iter_fact_texts(path: str | Path) -> Iterator[str]:
-    p = Path(path)
+    p = data_path(path)
     if p.is_dir():
         if not any(p.glob("*.tsv")):
             raise DataFormatError(str(p), None, "<folder>", "no WorldTree *.tsv tables in folder")
@@ -161,7 +162,7 @@ def check_corpus_files(paths: list[str]) -> None:
     /dev/zero or /dev/stdin is refused) or a folder of tables; together at most a quarter of
     this machine's memory (a corpus is read whole); read through when small enough."""
     files = []
-    for path in map(Path, paths):
+    for path in map(data_path, paths):
         if path.is_dir():
             files += [p for p in path.rglob("*") if p.is_file()]
             continue

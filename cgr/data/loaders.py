@@ -21,18 +21,20 @@ from cgr.data.limits import (
     text_problem,
 )
 from cgr.data.records import Choice, OpenQuestion, Paragraph, Question
+from cgr.data.root import data_path, missing_hint
 from cgr.errors import DataFormatError
 
 
 def require_file(path: str | Path, what: str = "data file") -> Path:
     """A plain file; a FIFO, a device (/dev/zero, /dev/stdin) or a folder is named as such,
-    never opened (reading one would hang or never end)."""
-    p = Path(path)
+    never opened (reading one would hang or never end). A relative path is looked for under
+    the data root first (cgr.data.root)."""
+    p = data_path(path)
     if not p.is_file():
         if p.exists() or p.is_symlink():
             kind = "a folder" if p.is_dir() else "not a plain file (a FIFO, device or link)"
             raise DataFormatError(str(p), None, what, kind)
-        raise DataFormatError(str(p), None, what, "file not found")
+        raise DataFormatError(str(p), None, what, missing_hint(p))
     return p
 
 

@@ -18,6 +18,7 @@ from cgr.chains.builder import ChainConfig
 from cgr.data.hypothesis import RULES_VERSION, HypothesisGenerator
 from cgr.data.loaders import require_file
 from cgr.data.records import Chain, Question, fact_id
+from cgr.data.root import data_path
 from cgr.errors import ConfigError
 from cgr.files import atomic_write
 from cgr.reader.examples import ReaderExample
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 
 
 def _file_digest(path: str | Path, h) -> None:
-    p = Path(path)
+    p = data_path(path)
     files = sorted(p.glob("*.tsv")) if p.is_dir() else [require_file(p, "corpus file")]
     for f in files:
         h.update(f.name.encode())

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cgr.data import jsonio
-from cgr.data.loaders import read_utf8
+from cgr.data.loaders import read_utf8, require_file
 from cgr.data.records import Paragraph
 from cgr.errors import DataFormatError
 
@@ -38,9 +38,7 @@ def extract_answer(text: str) -> str | None:
 
 
 def load_demonstrations(path: str | Path) -> list[Demonstration]:
-    p = Path(path)
-    if not p.is_file():
-        raise DataFormatError(str(p), None, "demonstrations", "file not found")
+    p = require_file(path, "demonstrations")
     try:
         records = jsonio.loads(read_utf8(p, "demonstrations"))
     except json.JSONDecodeError as e:

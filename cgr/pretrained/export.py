@@ -14,6 +14,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from cgr.data.root import data_path
 from cgr.errors import ConfigError
 from cgr.files import require_writable_dir
 from cgr.models import is_packaged
@@ -58,7 +59,7 @@ def _copy_files(data: dict, out: Path) -> None:
         while name in used:
             name, n = f"{n}-{Path(path).name}", n + 1
         used.add(name)
-        shutil.copyfile(path, target / name)
+        shutil.copyfile(data_path(path), target / name)
         return f"corpus/{name}"
 
     retrieval["corpus"] = [place(p) for p in retrieval.get("corpus") or []]
@@ -91,9 +92,9 @@ def _portable(data: dict, corpus: str) -> dict:
         out["chains"]["amr"].pop("cache", None)
     if corpus == "reference":
         retrieval = out["retrieval"]
-        retrieval["corpus"] = [str(Path(p).resolve()) for p in retrieval.get("corpus") or []]
+        retrieval["corpus"] = [str(data_path(p).resolve()) for p in retrieval.get("corpus") or []]
         if retrieval.get("open_book"):
-            retrieval["open_book"] = str(Path(retrieval["open_book"]).resolve())
+            retrieval["open_book"] = str(data_path(retrieval["open_book"]).resolve())
     return out
 
 

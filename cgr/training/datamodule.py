@@ -13,6 +13,7 @@ from torch.utils.data import DataLoader
 from cgr.chains.builder import ChainConfig
 from cgr.data.gold import attach_gold_facts
 from cgr.data.loaders import load_multiple_choice
+from cgr.data.root import use_data_root
 from cgr.evidence.pipeline import EvidencePipeline
 from cgr.evidence.pools import (
     cached_examples,
@@ -73,8 +74,13 @@ class QADataModule(pl.LightningDataModule):
         pool_cache_dir: str = ".cache/cgr/pools",
         retrieval_batch_size: int = 64,
         shuffle: bool = True,
+        data_root: str | None = None,
     ):
+        """`data_root`: where relative data paths are looked for first (default: CGR_DATA, else
+        data/ of the working folder; cgr.data.root)."""
         super().__init__()
+        if data_root is not None:
+            use_data_root(data_root)
         check_data_numbers(batch_size=batch_size, eval_batch_size=eval_batch_size,
                            num_workers=num_workers)  # fmt: skip
         if max_train_questions is not None:

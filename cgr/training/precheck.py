@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import yaml
 
-from cgr.config_files import load_config_file
+from cgr.config_files import load_config_file, load_configs, resolve_groups
 from cgr.errors import ConfigError, DataFormatError
 
 HELP = "(cgr train --help lists the settings)"
@@ -79,35 +79,6 @@ def split_args(argv: list[str]) -> tuple[list[Path], str | None, list[tuple[str,
     if not files:
         raise Unreadable("no --config")
     return files, name, overrides
-
-
-def load_configs(files: list[Path]) -> dict:
-    config: dict = {}
-    for path in files:
-        merge(config, resolve_groups(load_config_file(path) or {}, path.parent, (path.resolve(),)))
-    return config
-
-
-def resolve_groups(value: Any, folder: Path, including: tuple[Path, ...] = ()) -> Any:
-    """Inline `key: group/file.yaml` (relative to the file that names it), recursively;
-    `including`: the files that led here (a cycle is refused, not recursed into)."""
-    if isinstance(value, str) and value.endswith((".yaml", ".yml")) and (folder / value).is_file():
-        path = folder / value
-        loaded = load_config_file(path, including)
-        return resolve_groups(loaded, path.parent, (*including, path.resolve()))
-    if isinstance(value, dict):
-        return {k: resolve_groups(v, folder, including) for k, v in value.items()}
-    if isinstance(value, list):
-        return [resolve_groups(v, folder, including) for v in value]
-    return value
-
-
-def merge(into: dict, update: dict) -> None:
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            merge(into[key], value)
-        else:
-            into[key] = value
 
 
 def set_key(config: dict, key: str, value: Any) -> None:

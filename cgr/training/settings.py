@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cgr.data.root import data_path, missing_hint, use_data_root
 from cgr.errors import ConfigError, DataFormatError
 from cgr.files import missing_folders, open_no_follow, remove_empty, require_writable_dir
 from cgr.validation import at_least
@@ -97,9 +98,12 @@ def check_data_settings(data) -> None:
         files.append(("data.retrieval.open_book", retrieval.get("open_book")))
         chains = data.get("chains")
         files += [("data.chains.book", f) for f in (chains and chains.get("book")) or []]
+    if isinstance(data.get("data_root"), str):
+        use_data_root(data["data_root"])
     for what, path in files:
-        if path and not Path(str(path)).exists():  # a corpus may be a folder of tsv tables
-            raise DataFormatError(str(path), None, what, "file not found")
+        found = data_path(str(path)) if path else None
+        if found is not None and not found.exists():  # a corpus may be a folder of tsv tables
+            raise DataFormatError(str(found), None, what, missing_hint(found))
 
 
 def _as_list(value) -> list:
