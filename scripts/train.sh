@@ -2,7 +2,8 @@
 # Train a retriever-reader, evaluate it on dev, and export the best model as a model folder
 # (checkpoints/NAME/model: transformers / sentence-transformers, safetensors, a model card).
 #   scripts/train.sh                                   the embedded default (configs/default.yaml)
-#   scripts/train.sh configs/obqa.yaml                 OpenBookQA from ../shared/data
+#   scripts/train.sh configs/obqa.yaml                 OpenBookQA (after `cgr data get openbookqa arc
+#                                                      worldtree entailmentbank`, docs/data.md)
 #   scripts/train.sh configs/obqa.yaml trainer.max_epochs=1 data.batch_size=8
 # The first run creates .venv and installs cgr into it (idempotent afterwards).
 set -euo pipefail

@@ -117,7 +117,7 @@ def test_worldtree_chains_group_is_the_default_with_a_book():
     worldtree = yaml.safe_load((groups / "worldtree.yaml").read_text())
     assert default.pop("book") is None
     assert worldtree.pop("book") == [
-        "../shared/data/corpus/worldtree_v2.1/worldtree_v2.1_facts.jsonl"
+        "corpus/worldtree_v2.1/worldtree_v2.1_facts.jsonl"
     ]
     assert worldtree == default
     for name in ("arc_challenge.yaml", "arc_challenge_paper.yaml"):

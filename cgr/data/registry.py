@@ -135,20 +135,35 @@ DATASETS: tuple[Dataset, ...] = (
         citation="Clark et al., Think you have Solved Question Answering? Try ARC, 2018",
         homepage="https://allenai.org/data/arc",
         sources=(
-            Source(f"{AI2}/arc/ARC-V1-Feb2018.zip",
-                   "about 680 MB: the archive also holds the 14M-sentence ARC Corpus"),
+            Source(
+                f"{AI2}/arc/ARC-V1-Feb2018.zip",
+                "about 680 MB: the archive also holds the 14M-sentence ARC Corpus",
+            ),
             # AI2's retrieved ARC-Corpus sentences per choice (IR10V2), from UnifiedQA's files
-            Source("https://github.com/allenai/unifiedqa/raw/master/files/arc-with-ir/"
-                   "ARC-OBQA-RegLivEnv-IR10V2.zip"),
+            Source(
+                "https://github.com/allenai/unifiedqa/raw/master/files/arc-with-ir/"
+                "ARC-OBQA-RegLivEnv-IR10V2.zip"
+            ),
         ),  # fmt: skip
         files=(
-            *(DataFile(f"arc/ARC-{part}/ARC-{part}-{s}.jsonl", split=s.lower())
-              for part in ("Challenge", "Easy") for s in ARC_SPLITS),
-            *(DataFile(f"arc/ir_context/arc_{part}_{s}_with_ir_para.jsonl", source=1,
-                       derived="arc_ir_split", split=s)
-              for part in ("challenge", "easy") for s in ("train", "dev", "test")),
-            DataFile("corpus/arc_ir_sentences.txt", source=1, derived="arc_ir_sentences",
-                     split="corpus"),
+            *(
+                DataFile(f"arc/ARC-{part}/ARC-{part}-{s}.jsonl", split=s.lower())
+                for part in ("Challenge", "Easy")
+                for s in ARC_SPLITS
+            ),
+            *(
+                DataFile(
+                    f"arc/ir_context/arc_{part}_{s}_with_ir_para.jsonl",
+                    source=1,
+                    derived="arc_ir_split",
+                    split=s,
+                )
+                for part in ("challenge", "easy")
+                for s in ("train", "dev", "test")
+            ),
+            DataFile(
+                "corpus/arc_ir_sentences.txt", source=1, derived="arc_ir_sentences", split="corpus"
+            ),
         ),  # fmt: skip
         used_by="configs/arc_challenge*.yaml; the science corpus of configs/retrieval/*.yaml "
         "(corpus/arc_ir_sentences.txt: the ARC-Corpus sentences retrieved for each choice)",
@@ -280,14 +295,9 @@ DATASETS: tuple[Dataset, ...] = (
 BY_NAME = {d.name: d for d in DATASETS}
 
 
-@cache
-def _owners() -> dict[str, str]:
-    return {f.path: d.name for d in DATASETS for f in d.files}
-
-
 def dataset_of(path: str) -> str | None:
     """The dataset whose files include `path` (relative to the data root)."""
-    return _owners().get(path)
+    return next((d.name for d in DATASETS if any(f.path == path for f in d.files)), None)
 
 
 def data_file(path: str) -> DataFile | None:

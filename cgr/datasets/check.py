@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from cgr.config_files import load_configs
-from cgr.data.registry import BY_NAME, DATASETS, Dataset, dataset_of, known, official
+from cgr.data import registry
+from cgr.data.registry import Dataset, dataset_of, known, official
 from cgr.data.root import data_path, data_root
 from cgr.datasets.get import sha256_file
 
@@ -45,7 +46,7 @@ def dataset_rows(dataset: Dataset) -> tuple[int, int, int]:
 def list_lines(verbose: bool = False) -> list[str]:
     root = data_root()
     lines = [f"data root: {root}"]
-    for d in DATASETS:
+    for d in registry.DATASETS:
         total, present, bad = dataset_rows(d)
         pinned = sum(official(f.path) is not None for f in d.files)
         size = sum(c.size for f in d.files for c in known(f.path)[:1])
@@ -53,8 +54,9 @@ def list_lines(verbose: bool = False) -> list[str]:
         if bad:
             state += f", {bad} differ from the official files"
         lines.append(f"{d.name}: {d.title}")
-        lines.append(f"  files: {total}, {size / 1e6:.1f} MB known ({pinned} pinned by the "
-                     f"publisher's sha256); under the root: {state}")  # fmt: skip
+        known_size = f"{size / 1e6:.1f} MB" if size else "sizes not recorded"
+        lines.append(f"  files: {total}, {known_size} ({pinned} pinned by the publisher's "
+                     f"sha256); under the root: {state}")  # fmt: skip
         lines.append(f"  license: {d.license}")
         lines.append(f"  cite: {d.citation}")
         lines.append(f"  source: {', '.join(s.url for s in d.sources)}"
@@ -98,4 +100,4 @@ def check_config(config: Path) -> tuple[list[str], bool]:
 
 
 def known_names() -> str:
-    return ", ".join(BY_NAME)
+    return ", ".join(registry.BY_NAME)

@@ -42,7 +42,7 @@ def worldtree_facts(f: DataFile, inputs: Inputs) -> bytes:
     """One json line per tablestore row, tables in file-name order: its UID, its table and
     the text of its cells that are not [SKIP] columns, joined by spaces."""
     lines = []
-    for table in sorted(WORLDTREE_TABLES):
+    for table in sorted(WORLDTREE_TABLES, key=lambda t: f"{t}.tsv"):  # file-name order
         path = _need(inputs, f"{WT}/tables/{table}.tsv", f.path)
         rows = path.read_text(encoding="utf-8").split("\n")
         header = rows[0].rstrip("\r").split("\t")

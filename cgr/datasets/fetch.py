@@ -17,7 +17,6 @@ from cgr.datasets.release import DataGetError
 
 CACHE_ENV = "CGR_DOWNLOADS"
 ATTEMPTS = int(os.environ.get("CGR_DOWNLOAD_ATTEMPTS", "5"))
-CHUNK = 1 << 20
 
 
 def download_cache() -> Path:
@@ -76,7 +75,7 @@ def download(url: str, name: str, quiet: bool = False) -> Path:
                 total = _total(response, have)
                 with open(part, "ab" if resumed else "wb") as out, _bar(name, total, have,
                                                                       quiet) as bar:  # fmt: skip
-                    for chunk in response.iter_bytes(CHUNK):
+                    for chunk in response.iter_bytes():  # as received: a drop keeps them
                         out.write(chunk)
                         bar.update(len(chunk))
                 if total is not None and part.stat().st_size < total:

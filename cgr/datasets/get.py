@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cgr.data.registry import BY_NAME, DataFile, Dataset, known, official
+from cgr.data import registry
+from cgr.data.registry import DataFile, Dataset, known, official
 from cgr.datasets.derived import PRODUCERS, MissingInput
 from cgr.datasets.fetch import download
 from cgr.datasets.release import DataGetError, Release
@@ -198,14 +199,16 @@ def _get_file(f: DataFile, rels: list[Release], staging: Staging, outcome: Outco
 
 def get(names: list[str], root: Path, source_from: Path | None = None, mirror: str | None = None,
         quiet: bool = False) -> list[Outcome]:  # fmt: skip
-    unknown = [n for n in names if n not in BY_NAME]
+    unknown = [n for n in names if n not in registry.BY_NAME]
     if unknown:
-        raise DataGetError(f"no dataset named {unknown[0]!r}; known: {', '.join(BY_NAME)}")
+        raise DataGetError(f"no dataset named {unknown[0]!r}; known: {', '.join(registry.BY_NAME)}")
     if root.exists() and not root.is_dir():
         raise DataGetError(f"--root {root}: not a folder")
     staging = Staging(root)
     try:
-        outcomes = [get_dataset(BY_NAME[n], staging, source_from, mirror, quiet) for n in names]
+        outcomes = [
+            get_dataset(registry.BY_NAME[n], staging, source_from, mirror, quiet) for n in names
+        ]
         staging.commit()
     except BaseException:
         staging.abort()
