@@ -25,9 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import ROOT, load_result, machine, print_table, save_result  # noqa: E402
+from benchmarks.common import load_result, machine, print_table, save_result  # noqa: E402
+from cgr.data.root import data_root
 
-GOLD = ROOT / "../shared/data/amr/amr-bank-struct-v3.0.txt"
+GOLD = data_root() / "amr/amr-bank-struct-v3.0.txt"  # cgr data get amr
 # the chain settings the concepts are read with: the package's default, and every root linking
 SETTINGS = {"default": {"merge_noun_roots": True}, "roots kept": {"merge_roots": True}}
 

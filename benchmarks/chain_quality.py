@@ -35,7 +35,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import (  # noqa: E402
-    ROOT,
     load_result,
     machine,
     mcnemar_p,
@@ -46,11 +45,12 @@ from benchmarks.common import (  # noqa: E402
     train_config,
 )
 from cgr.chains.builder import ChainBuilder, ChainConfig  # noqa: E402
+from cgr.data.root import data_root
 from cgr.evidence.selection import fact_relevance, text_key  # noqa: E402
 from cgr.retrieval.factory import RetrievalConfig  # noqa: E402
 from cgr.training.datamodule import QADataModule  # noqa: E402
 
-DATA = ROOT / "../shared/data"
+DATA = data_root()  # cgr data get openbookqa arc worldtree entailmentbank
 WORLDTREE = DATA / "corpus/worldtree_v2.1"
 
 

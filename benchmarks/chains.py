@@ -27,11 +27,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import RESULTS, ROOT, machine, print_table, save_result, train_config  # noqa: E402
+from benchmarks.common import RESULTS, machine, print_table, save_result, train_config  # noqa: E402
 from cgr.amr.parsers import AMRConfig  # noqa: E402
 from cgr.chains.builder import ChainBuilder, ChainConfig  # noqa: E402
 from cgr.data.loaders import iter_jsonl, load_multiple_choice  # noqa: E402
 from cgr.data.records import fact_id  # noqa: E402
+from cgr.data.root import data_root
 from cgr.evidence.selection import EvidenceConfig, fact_relevance, select_evidence, text_key  # noqa: E402
 from cgr.retrieval.factory import RetrievalConfig  # noqa: E402
 from cgr.training.datamodule import QADataModule  # noqa: E402
@@ -163,11 +164,9 @@ def accuracy_by_length(examples, checkpoint: str, name: str) -> dict:
 
 
 def entailmentbank_recall(config: dict, chain_cfg: ChainConfig) -> dict:
-    path = ROOT / "../shared/data/corpus/entailmentbank/task_1_dev.jsonl"
+    path = data_root() / "corpus/entailmentbank/task_1_dev.jsonl"
     gold = {obj["id"]: list(obj["meta"]["triples"].values()) for _, obj in iter_jsonl(path)}
-    arc_train = [
-        ROOT / f"../shared/data/arc/ARC-{s}/ARC-{s}-Train.jsonl" for s in ("Easy", "Challenge")
-    ]
+    arc_train = [data_root() / f"arc/ARC-{s}/ARC-{s}-Train.jsonl" for s in ("Easy", "Challenge")]
     wanted = [q for f in arc_train for q in load_multiple_choice(f) if q.id in gold]
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
         for q in wanted:  # EntailmentBank's dev questions are ARC *train* questions

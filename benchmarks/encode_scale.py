@@ -24,8 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import ROOT, load_result, machine, print_table, save_result  # noqa: E402
+from cgr.data.root import data_root
 
-CORPUS = ROOT / "../shared/data/corpus/arc_ir_sentences.txt"
+CORPUS = data_root() / "corpus/arc_ir_sentences.txt"  # cgr data get arc
 # (row, devices, threads per process)
 SETTINGS = [("1 process, 1 thread", 1, 1), ("2 processes (DDP), 1 thread each", 2, 1),
             ("1 process, 2 threads", 1, 2)]  # fmt: skip

@@ -17,8 +17,9 @@ sys.path.insert(0, str(ROOT))
 
 from cgr.data.hypothesis import HypothesisGenerator  # noqa: E402
 from cgr.data.loaders import load_multiple_choice  # noqa: E402
+from cgr.data.root import data_root  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data"
+DATA = data_root()  # cgr data get openbookqa arc
 FILES = {
     "OBQA dev": DATA / "openbookqa" / "Main" / "dev.jsonl",
     "ARC-Easy dev": DATA / "arc" / "ARC-Easy" / "ARC-Easy-Dev.jsonl",

@@ -22,10 +22,11 @@ class Source:
 
     url: str
     note: str = ""  # what the user should know (its size, a manual step)
+    file_name: str = ""  # where the URL does not end with it
 
     @property
     def name(self) -> str:
-        return self.url.split("?")[0].rstrip("/").rsplit("/", 1)[-1]
+        return self.file_name or self.url.split("?")[0].rstrip("/").rsplit("/", 1)[-1]
 
     @property
     def archive(self) -> bool:
@@ -254,6 +255,24 @@ DATASETS: tuple[Dataset, ...] = (
         homepage="https://github.com/Alab-NII/2wikimultihop",
         sources=(Source("https://www.dropbox.com/s/ms2m13252h6xubs/data_ids_april7.zip?dl=1"),),
         files=tuple(DataFile(f"2wikimultihopqa/{s}.json", split=s) for s in OBQA_SPLITS),
+        used_by="cgr ircot --data",
+    ),
+    Dataset(
+        name="musique",
+        title="MuSiQue-Ans v1.0 (train, dev, test)",
+        license="CC BY 4.0",
+        citation="Trivedi et al., MuSiQue: Multihop Questions via Single-hop Question "
+        "Composition, TACL 2022",
+        homepage="https://github.com/StonyBrookNLP/musique",
+        sources=(
+            Source(
+                "https://drive.google.com/uc?export=download&id=1tGdADlNjWFaHLeZZGShh2IRcpO6Lv24h",
+                "musique_v1.0.zip on Google Drive (the authors' download_data.sh); where Drive "
+                "asks to confirm, fetch it in a browser and pass it with --from",
+                file_name="musique_v1.0.zip",
+            ),
+        ),
+        files=tuple(DataFile(f"musique/musique_ans_v1.0_{s}.jsonl", split=s) for s in OBQA_SPLITS),
         used_by="cgr ircot --data",
     ),
     Dataset(

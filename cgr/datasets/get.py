@@ -122,7 +122,12 @@ def releases(dataset: Dataset, source_from: Path | None, mirror: str | None,
     found = []
     for source in dataset.sources:
         url = f"{mirror.rstrip('/')}/{source.name}" if mirror else source.url
-        found.append(Release(download(url, source.name, quiet), single=not source.archive))
+        path = download(url, source.name, quiet)
+        try:
+            found.append(Release(path, single=not source.archive))
+        except DataGetError:
+            raise DataGetError(f"{url}: what arrived ({path}) is not a zip or tar archive; "
+                               f"{source.note or 'get the release by hand and pass --from'}") from None  # fmt: skip
     return found
 
 

@@ -15,7 +15,7 @@ import pytest
 from cgr.cli import main
 from cgr.data.registry import BY_NAME, DATASETS, checksums, dataset_of
 from cgr.datasets.derived import PRODUCERS, worldtree_explanations
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SAMPLE
 
 MIRROR = ROOT.parent / "shared" / "data"
 needs_mirror = pytest.mark.skipif(not MIRROR.is_dir(), reason="no offline mirror on this machine")
@@ -158,3 +158,36 @@ def test_arc_ir_split_keeps_one_sets_records_without_their_prefix(tmp_path):
     )
     out = PRODUCERS["arc_ir_split"](f, _inputs(tmp_path)).decode().splitlines()
     assert [re.search(r'"id": "([^"]+)"', line).group(1) for line in out] == ["Mercury_1"]
+
+
+@needs_mirror
+def test_openbookqa_from_an_archive_of_the_official_layout_over_http(tmp_path, capsys, monkeypatch):
+    """The publisher's archive layout (OpenBookQA-V1-Sep2018/Data/Main/...), served on 127.0.0.1
+    as the mirror: each file is found by its tail and verified against the pins."""
+    import io
+    import zipfile
+
+    from tests.datasets.test_get import Server
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        for path in sorted((MIRROR / "openbookqa").rglob("*")):
+            if path.is_file():
+                name = path.relative_to(MIRROR / "openbookqa").as_posix()
+                z.write(path, f"OpenBookQA-V1-Sep2018/Data/{name}")
+        for name in ("Main/test.jsonl", "Additional/test_complete.jsonl"):  # held out: our own
+            z.writestr(f"OpenBookQA-V1-Sep2018/Data/{name}", (SAMPLE / "dev.jsonl").read_text())
+    monkeypatch.setenv("CGR_DOWNLOADS", str(tmp_path / "downloads"))
+    server = Server({"OpenBookQA-V1-Sep2018.zip": buffer.getvalue()})
+    try:
+        code = main(["data", "get", "openbookqa", "--root", str(tmp_path / "d"), "--mirror",
+                     server.url, "--quiet"])  # fmt: skip
+    finally:
+        server.close()
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert main(["data", "list", "--files", "--root", str(tmp_path / "d")]) == 0
+    listing = capsys.readouterr().out
+    assert "openbookqa/Main/dev.jsonl: verified" in listing
+    assert "openbookqa/Additional/train_complete.jsonl: verified" in listing
+    assert "openbookqa/Main/test.jsonl: present (unverified)" in listing
