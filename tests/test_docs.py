@@ -116,3 +116,12 @@ def test_benchmark_tables_are_what_the_saved_results_give():
     cell = re.search(r"\| default \| [0-9.]+ \|", page).group(0)  # a generated row's cell
     edited = page.replace(cell, "| default | 99.99 |", 1)
     assert edited != page and rendered(edited, {}) == page
+
+
+def test_pages_speak_to_users_not_of_our_machines():
+    """No lab-notebook notes of how our cores were shared, and no "not available offline": a
+    page says what the default uses and the switch for the paper's model."""
+    for path in [ROOT / "README.md", *DOCS]:
+        found = re.findall(r"(?i)cores shared|niced|package mirror|available offline",
+                           path.read_text())  # fmt: skip
+        assert not found, (path.name, found)
