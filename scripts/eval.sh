@@ -9,13 +9,15 @@ if [ $# -lt 1 ]; then
   echo "usage: scripts/eval.sh CHECKPOINT|MODEL_DIR [DATA_FILE] [--out FILE]" >&2
   exit 2
 fi
-"$root/scripts/setup_env.sh"
+source "$root/scripts/cgr_env.sh"
+cgr_command
 checkpoint="$(realpath "$1")"
 shift
 if [ -d "$checkpoint" ]; then args=(--model "$checkpoint"); else args=(--checkpoint "$checkpoint"); fi
 if [ $# -gt 0 ] && [[ "$1" != --* ]]; then
-  args+=(--data "$(realpath "$1")")
+  # a file here by its full path; otherwise as given, found under the data root (CGR_DATA)
+  if [ -e "$1" ]; then args+=(--data "$(realpath "$1")"); else args+=(--data "$1"); fi
   shift
 fi
 cd "$root"
-exec "${CGR_VENV:-$root/.venv}/bin/cgr" eval "${args[@]}" "$@"
+exec "${CGR[@]}" eval "${args[@]}" "$@"

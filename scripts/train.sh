@@ -5,11 +5,13 @@
 #   scripts/train.sh configs/obqa.yaml                 OpenBookQA (after `cgr data get openbookqa arc
 #                                                      worldtree entailmentbank`, docs/data.md)
 #   scripts/train.sh configs/obqa.yaml trainer.max_epochs=1 data.batch_size=8
-# The first run creates .venv and installs cgr into it (idempotent afterwards).
+# With a virtualenv or conda env active in which cgr imports, it runs there and installs nothing;
+# otherwise the first run creates .venv and installs cgr into it (idempotent afterwards).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-scripts/setup_env.sh
+source scripts/cgr_env.sh
+cgr_command
 config="configs/default.yaml"
 if [ $# -gt 0 ] && [[ "$1" == *.yaml || "$1" == *.yml ]]; then
   config="$1"
@@ -23,4 +25,4 @@ for a in "$@"; do
     *) echo "train.sh: overrides look like key=value (got '$a')" >&2; exit 2 ;;
   esac
 done
-exec "${CGR_VENV:-$root/.venv}/bin/cgr" train --config "$config" --export-model "${args[@]}"
+exec "${CGR[@]}" train --config "$config" --export-model "${args[@]}"
