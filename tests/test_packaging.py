@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
@@ -64,3 +65,51 @@ def test_the_wheel_carries_the_package_and_what_it_reads_at_run_time(tmp_path):
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "cgr = cgr.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
     assert not any(n.startswith(("tests/", "benchmarks/")) for n in names)
+
+
+def test_the_gpu_lock_differs_from_the_cpu_lock_only_in_torch_and_faiss():
+    cpu, gpu = pins("requirements/lock.txt"), pins("requirements/lock-gpu.txt")
+    assert cpu["torch"].endswith("+cpu") and gpu["torch"] == cpu["torch"].removesuffix("+cpu")
+    assert "faiss-cpu" in cpu and "faiss-gpu" in gpu and "faiss-gpu" not in cpu
+    others = {k: v for k, v in cpu.items() if k not in ("torch", "faiss-cpu")}
+    assert others == {k: v for k, v in gpu.items() if k not in ("torch", "faiss-gpu")}
+    for req in declared():
+        if norm(req.name) in ("faiss-gpu",):
+            assert req.specifier.contains(gpu["faiss-gpu"])
+
+
+def test_setup_gpu_dry_run_names_the_cuda_torch_and_installs_nothing(tmp_path):
+    venv = tmp_path / "g"
+    for how in (["gpu", "--dry-run"], ["--dry-run"]):
+        env = {"PATH": "/usr/bin:/bin", "CGR_VENV": str(venv), "HOME": str(tmp_path)}
+        if how == ["--dry-run"]:
+            env["CGR_TORCH"] = "cuda"
+        out = subprocess.run(["bash", "scripts/setup_env.sh", *how], cwd=ROOT, env=env,
+                             capture_output=True, text=True, check=True).stdout  # fmt: skip
+        assert "torch==2" in out and "+cpu" not in out and "faiss-gpu==" in out
+        assert not venv.exists()
+
+
+def test_setup_refuses_a_cpu_torch_over_a_cuda_one(tmp_path):
+    venv = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next(venv.glob("lib/python*")) / "site-packages" / "torch"
+    site.mkdir(parents=True)
+    (site / "__init__.py").write_text("")
+    (site / "version.py").write_text("__version__ = '2.13.0'\ncuda: Optional[str] = '12.8'\n")
+    done = subprocess.run(["bash", "scripts/setup_env.sh"], cwd=ROOT, capture_output=True,
+                          text=True, env={"PATH": "/usr/bin:/bin", "CGR_VENV": str(venv)})  # fmt: skip
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "built for CUDA 12.8" in done.stderr and "setup_env.sh gpu" in done.stderr
+
+
+@pytest.mark.slow
+def test_train_sh_runs_in_an_active_environment_and_installs_nothing(tmp_path):
+    venv = Path(sys.executable).parent.parent
+    env = {"PATH": f"{venv}/bin:/usr/bin:/bin", "VIRTUAL_ENV": str(venv), "HOME": str(tmp_path),
+           "CGR_SIGNING_KEY": str(tmp_path / "key")}  # fmt: skip
+    done = subprocess.run(["bash", "scripts/train.sh", "configs/default.yaml", "--print_config"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "seed_everything: 33" in done.stdout
+    assert "using the active environment" in done.stderr and "[setup]" not in done.stderr
