@@ -42,7 +42,11 @@ def train(argv: list[str]) -> int:
 
 def _fit_and_evaluate(cli, export: bool = False) -> int:
     from cgr.evaluation.predict import evaluate
+    from cgr.training.startup import apply_global_batch, startup_lines
 
+    apply_global_batch(cli.trainer, cli.datamodule)  # every rank: each loads its own share
+    if cli.trainer.global_rank == 0:
+        print("\n".join(startup_lines(cli.trainer, cli.model, cli.datamodule)), flush=True)
     cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=_resume_from(cli))
     if cli.trainer.global_rank != 0:
         return 0

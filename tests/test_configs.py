@@ -116,9 +116,7 @@ def test_worldtree_chains_group_is_the_default_with_a_book():
     default = yaml.safe_load((groups / "default.yaml").read_text())
     worldtree = yaml.safe_load((groups / "worldtree.yaml").read_text())
     assert default.pop("book") is None
-    assert worldtree.pop("book") == [
-        "corpus/worldtree_v2.1/worldtree_v2.1_facts.jsonl"
-    ]
+    assert worldtree.pop("book") == ["corpus/worldtree_v2.1/worldtree_v2.1_facts.jsonl"]
     assert worldtree == default
     for name in ("arc_challenge.yaml", "arc_challenge_paper.yaml"):
         raw = yaml.safe_load((ROOT / "configs" / name).read_text())

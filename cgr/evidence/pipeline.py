@@ -9,11 +9,11 @@ DataModule's business)."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from cgr.amr.parsers import AMRConfig
-from cgr.chains.builder import ChainBuilder, ChainConfig
+from cgr.chains.builder import ChainBuilder, ChainConfig, default_workers
 from cgr.data.hypothesis import HypothesisGenerator
 from cgr.data.records import Question
 from cgr.errors import ConfigError
@@ -162,6 +162,15 @@ class EvidencePipeline:
                 cfg.encoder, cfg.encode_batch_size, cfg.max_query_length, self.device
             )
         return self._base_encoder
+
+    def share_cores(self, local_ranks: int) -> int:
+        """Chain search's worker processes in this rank: its cores divided by the ranks on this
+        node (every rank searching with every core would oversubscribe them N times); a
+        `chains.workers` the user set stays as set."""
+        if self.chains.workers is None and local_ranks > 1:
+            self.chains = replace(self.chains, workers=max(1, default_workers() // local_ranks))
+            self._chain_builder = None
+        return self.chains.workers or default_workers()
 
     def set_device(self, device) -> None:
         """Encode (and search) on `device` from now on; parts built earlier are rebuilt there."""

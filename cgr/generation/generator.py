@@ -115,7 +115,8 @@ class Generation:
 
 
 @lru_cache(maxsize=2)
-def _load(path: str, gguf: str | None, device: str, dtype: str = "float32", quantize: str = "none"):
+def _load(path: str, gguf: str | None, device: str, dtype: str = "float32", quantize: str = "none",
+          device_map: str | None = None):  # fmt: skip
     """Tokenizer, model, seq2seq flag and config, loaded once per process (GGUF de-quantising is
     slow, and tests and benchmarks build several generators)."""
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
@@ -126,8 +127,12 @@ def _load(path: str, gguf: str | None, device: str, dtype: str = "float32", quan
     config = loaders.auto_config(path, "the generator's config", gguf)
     seq2seq = bool(getattr(config, "is_encoder_decoder", False))
     loader = AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
-    model = loaders.from_pretrained(loader, path, "the generator", getattr(torch, dtype), gguf)
-    model = model.to(device).eval()
+    if device_map is not None:  # accelerate places the layers over the GPUs present
+        model = loaders.from_pretrained(loader, path, "the generator", getattr(torch, dtype), gguf,
+                                        device_map=device_map).eval()  # fmt: skip
+    else:
+        model = loaders.from_pretrained(loader, path, "the generator", getattr(torch, dtype), gguf)
+        model = model.to(device).eval()
     if quantize == "int8":
         model = _int8_linear(model)
     return tokenizer, model, seq2seq, config
@@ -153,7 +158,8 @@ class Generator:
 
     def __init__(self, model: str = "smollm2", gguf_file: str | None = None, max_new_tokens: int = 48,
                  batch_size: int = 8, device: str | None = None, reuse_prefix_cache: bool = True,
-                 dtype: str = "float32", history_cache: int = 0, quantize: str = "none"):  # fmt: skip
+                 dtype: str = "float32", history_cache: int = 0, quantize: str = "none",
+                 device_map: str | None = None):  # fmt: skip
         if dtype not in DTYPES:
             raise ValueError(f"generator dtype must be one of {DTYPES}, got {dtype!r}")
         if quantize not in QUANTIZE:
@@ -164,8 +170,10 @@ class Generator:
             raise ValueError("generator quantize int8 needs device cpu and dtype float32 "
                              f"(got {self.device}, {dtype})")  # fmt: skip
         tokenizer, self.model, self.seq2seq, config = _load(
-            path, gguf, self.device, dtype, quantize
+            path, gguf, self.device, dtype, quantize, device_map
         )
+        if device_map is not None:  # inputs go where the first layers are
+            self.device = str(next(self.model.parameters()).device)
         self.tokenizer = copy.copy(tokenizer)  # padding settings below stay local to this generator
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token

@@ -143,7 +143,7 @@ def main(argv: list[str]) -> int:
     partial = partial_results(out, argv)
     # llama.cpp keeps one prompt cache: a question's steps run back to back there, so each step
     # reuses the previous prompt (demonstrations and paragraphs), not only the demonstrations
-    chunk = 1 if gen_cfg.backend == "llamacpp" else max(8, gen_cfg.batch_size)
+    chunk = 1 if gen_cfg.backend == "llamacpp" else max(8, gen_cfg.batch_size, gen_cfg.concurrency)
     records = run_in_chunks(runner, questions, partial, chunk)
     atomic_write_text(out / "predictions.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     if loop.method in {"beam", "chains"}:

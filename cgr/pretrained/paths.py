@@ -19,6 +19,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from cgr.data.root import data_path, data_root
 from cgr.errors import ConfigError
 from cgr.files import inside
 from cgr.models import is_packaged
@@ -79,10 +80,16 @@ class PathRule:
         for root in self.roots:
             if not root.is_dir():
                 raise ConfigError(f"--data-root {root}: not a folder")
+        if data_root().is_dir():  # the user's own datasets (`cgr data get`) may always be read
+            self.roots.append(data_root())
 
     def _resolve(self, value: str) -> Path:
+        """A model folder's relative paths are inside it; a checkpoint's are as training read
+        them: under the data root first, then from the working folder (cgr.data.root)."""
         path = Path(value).expanduser()
-        return path if path.is_absolute() or self.relative_to is None else self.relative_to / path
+        if path.is_absolute():
+            return path
+        return data_path(path) if self.relative_to is None else self.relative_to / path
 
     def check(self, field: str, value: str, exists: bool = False) -> Path:
         """The path `value` stored in `field`, resolved; refused outside home and the roots

@@ -75,9 +75,12 @@ class QADataModule(pl.LightningDataModule):
         retrieval_batch_size: int = 64,
         shuffle: bool = True,
         data_root: str | None = None,
+        global_batch_size: int | None = None,
     ):
         """`data_root`: where relative data paths are looked for first (default: CGR_DATA, else
-        data/ of the working folder; cgr.data.root)."""
+        data/ of the working folder; cgr.data.root). `global_batch_size`: questions per
+        optimizer step over every device (a paper's batch); set, it decides `batch_size` per
+        device (cgr.training.startup.apply_global_batch)."""
         super().__init__()
         if data_root is not None:
             use_data_root(data_root)
@@ -85,6 +88,8 @@ class QADataModule(pl.LightningDataModule):
                            num_workers=num_workers)  # fmt: skip
         if max_train_questions is not None:
             at_least("data.max_train_questions", max_train_questions, 0)
+        if global_batch_size is not None:
+            at_least("data.global_batch_size", global_batch_size, 1)
         self.pipeline = EvidencePipeline(
             retrieval, chains, evidence, max_evidence, retrieval_batch_size
         )
@@ -226,6 +231,7 @@ class QADataModule(pl.LightningDataModule):
         trainer = self.trainer
         if trainer is not None:  # each DDP rank retrieves its share on its own device
             self.pipeline.set_device(trainer.strategy.root_device)
+            self.pipeline.share_cores(trainer.num_devices)
         self._order_seed = self.order_seed
         wanted = {"fit": ["train", "dev"], "validate": ["dev"], "predict": ["predict"]}.get(
             stage or "fit", ["train", "dev"]
