@@ -10,7 +10,6 @@ import json
 import pytest
 
 from cgr.cli import main
-from cgr.errors import ConfigError
 from tests.conftest import ROOT
 from tests.ircot.test_cli import official_sample
 
