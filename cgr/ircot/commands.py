@@ -50,6 +50,13 @@ def build_parser():
     )
     parser.add_argument("--out", type=str, required=True)
     parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument(
+        "--corpus",
+        type=str | None,
+        default=None,
+        help="retrieve from this corpus (jsonl of title/text, a folder of them, .gz/.bz2: IRCoT's "
+        "corpora, HotpotQA's abstracts) instead of each question's own paragraphs",
+    )
     # Literal types: jsonargparse prints them in --help (str + choices printed a lambda)
     parser.add_argument("--method", type=Literal[tuple(METHODS)], default="ircot")
     parser.add_argument("--retriever", type=Literal["bm25", "dense"], default="bm25")
@@ -97,7 +104,12 @@ def main(argv: list[str]) -> int:
     questions = load_lenient(args.data, counters)
     if args.limit:
         questions = questions[: args.limit]
-    corpus = paragraph_corpus(questions)
+    if args.corpus:  # the open setting: the whole corpus, not the questions' own contexts
+        from cgr.retrieval.open_corpus import read_paragraphs
+
+        corpus = read_paragraphs(args.corpus)
+    else:
+        corpus = paragraph_corpus(questions)
     retriever = None
     if loop.method != "nor" and not corpus:
         raise DataFormatError(
@@ -117,11 +129,14 @@ def main(argv: list[str]) -> int:
 
         retriever = ChainHopRetriever(corpus, args.dense_encoder, loop.beam_size)
     elif loop.method != "nor":
-        retriever = (
-            BM25ParagraphRetriever(corpus)
-            if args.retriever == "bm25"
-            else DenseParagraphRetriever(corpus, args.dense_encoder)
-        )
+        if args.retriever == "dense":
+            retriever = DenseParagraphRetriever(corpus, args.dense_encoder)
+        elif args.corpus:  # its index saved beside the corpus, memory-mapped on later runs
+            from cgr.retrieval.open_corpus import BM25CorpusRetriever
+
+            retriever = BM25CorpusRetriever(args.corpus, corpus)
+        else:
+            retriever = BM25ParagraphRetriever(corpus)
     generator = build_generator(gen_cfg)
     demos = load_demonstrations(demo_cfg.file)
     with_context = loop.method != "nor"

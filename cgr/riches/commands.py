@@ -75,6 +75,13 @@ def build_parser():
     parser.add_argument("--data", type=str, required=True, help="HotpotQA/2Wiki/MuSiQue file")
     parser.add_argument("--out", type=str, required=True)
     parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument(
+        "--corpus",
+        type=str | None,
+        default=None,
+        help="retrieve from this corpus (jsonl of title/text, a folder of them, .gz/.bz2: IRCoT's "
+        "corpora, HotpotQA's abstracts) instead of each question's own paragraphs",
+    )
     parser.add_dataclass_arguments(RichesConfig, "riches")
     parser.add_dataclass_arguments(DecodeConfig, "decode")
     parser.add_dataclass_arguments(GeneratorConfig, "generator")
@@ -112,7 +119,12 @@ def main(argv: list[str]) -> int:
     questions = load_lenient(args.data, counters)
     if args.limit:
         questions = questions[: args.limit]
-    corpus = paragraph_corpus(questions)
+    if args.corpus:  # the keys come from the whole corpus, not the questions' own contexts
+        from cgr.retrieval.open_corpus import read_paragraphs
+
+        corpus = read_paragraphs(args.corpus)
+    else:
+        corpus = paragraph_corpus(questions)
     if not corpus:
         raise DataFormatError(
             args.data,

@@ -90,3 +90,28 @@ def test_the_resume_key_follows_the_content_of_the_files_the_command_names(tmp_p
     second = partial_results(tmp_path, args)
     config.write_text("a: 2")
     assert len({first, second, partial_results(tmp_path, args)}) == 3
+
+
+@pytest.mark.slow
+def test_ircot_retrieves_from_a_corpus_of_its_own(tmp_path, capsys):
+    """`--corpus`: paragraphs come from the corpus file (its BM25 index saved beside it), not the
+    question's contexts; gold recall is still by title."""
+    data = official_sample(tmp_path)
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [{"id": "1", "title": "Arto Venn", "text": "Arto Venn was a novelist. He died in the city of Tamberg."},
+            {"id": "2", "title": "Tamberg", "text": "Tamberg is a city. The Sella river flows through Tamberg."},
+            {"id": "3", "title": "Lindqvist Tower", "text": "The Lindqvist Tower was designed by Helena Marsk."},
+            *({"id": str(n), "title": f"Filler {n}", "text": f"Filler paragraph number {n} about nothing."}
+              for n in range(4, 60))]  # fmt: skip
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    args = ["ircot", "--config", str(ROOT / "configs" / "ircot_hotpotqa.yaml"), "--data", str(data), "--limit", "2",
+            "--out", str(out), "--method", "oner", "--corpus", str(corpus), "--loop.k", "2",
+            "--loop.reader_max_new_tokens", "24", "--generator.backend", "llamacpp",
+            "--demos.file", str(ROOT / "data" / "ircot" / "demos.json")]  # fmt: skip
+    assert main(args) == 0
+    rows_out = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    titles = {t for r in rows_out for t in r["paragraphs"]}
+    assert titles <= {r["title"] for r in rows} and "Glass Orchard" not in titles
+    assert (tmp_path / "corpus.jsonl.bm25s" / "cgr_corpus.json").is_file()
+    assert all(r["recall"] is not None for r in rows_out)
