@@ -99,7 +99,12 @@ def evaluate_command(argv: list[str]) -> int:
         default=None,
         help="predictions jsonl (default: beside the checkpoint, or in the model folder)",
     )
-    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="questions scored together (default: the model's eval batch)",
+    )
     parser.add_argument(
         "--export-dir", default=None, help="write chains.jsonl and chains.html here"
     )

@@ -224,10 +224,27 @@ def main(argv: list[str], resolve) -> int:
     parser.add_argument("--config", required=True, help="a training config (its train file)")
     parser.add_argument("--out", required=True, type=Path, help="the ranker's folder")
     parser.add_argument("--encoder", help="the encoder to fine-tune (default: the config's)")
-    parser.add_argument("--epochs", type=int, default=RankerConfig.epochs)
-    parser.add_argument("--batch-size", type=int, default=RankerConfig.batch_size)
-    parser.add_argument("--lr", type=float, default=RankerConfig.lr)
-    parser.add_argument("--seed", type=int, default=RankerConfig.seed)
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=RankerConfig.epochs,
+        help="passes over the (hypothesis, gold fact) pairs (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=RankerConfig.batch_size,
+        help="pairs per step, the in-batch negatives (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--lr",
+        type=float,
+        default=RankerConfig.lr,
+        help="AdamW learning rate (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=RankerConfig.seed, help="the run's seed (default: %(default)s)"
+    )
     parser.add_argument("--accelerator", default="auto", help="pl.Trainer's (cpu, gpu, auto)")
     parser.add_argument("--hard-negatives", type=int, default=RankerConfig.hard_negatives,
                         help="per pair, this many of the book's facts the base encoder ranks "

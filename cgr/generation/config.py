@@ -19,9 +19,10 @@ class GeneratorConfig:
     # openai: any OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp's server, a hosted API)
     backend: Literal["transformers", "ctranslate2", "llamacpp", "openai"] = "transformers"
     model: str = "smollm2"  # packaged SmolLM2-135M-Instruct (GGUF), a hub name or a local folder
+    # the GGUF file inside a hub repository or folder (packaged models name theirs)
     gguf_file: str | None = None
-    max_new_tokens: int = 48
-    batch_size: int = 8
+    max_new_tokens: int = 48  # tokens generated at most per call (a step, a list, an answer)
+    batch_size: int = 8  # prompts decoded together (transformers, ctranslate2)
     reuse_prefix_cache: bool = True  # encode the demonstrations once, not once per prompt
     # bfloat16 is faster on CPUs with AVX512-BF16 / AMX, and on GPUs
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"

@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
+from cgr.config_help import describe
 from cgr.data.loaders import load_lenient
 from cgr.errors import DataFormatError
 from cgr.files import atomic_write_text, require_writable_dir
@@ -21,10 +22,10 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class DemoConfig:
-    file: str = "data/ircot/demos.json"
+    file: str = "data/ircot/demos.json"  # demonstrations in IRCoT's annotation format (json)
     distractors: int = 1  # M
-    token_budget: int = 1200
-    paragraph_words: int = 350
+    token_budget: int = 1200  # tokens the demonstrations may take in a prompt
+    paragraph_words: int = 350  # a demonstration paragraph cut to this many words
 
     def __post_init__(self) -> None:
         at_least("demos.distractors", self.distractors, 0)
@@ -48,8 +49,13 @@ def build_parser():
         required=True,
         help="HotpotQA/2Wiki/MuSiQue file (official or IRCoT jsonl)",
     )
-    parser.add_argument("--out", type=str, required=True)
-    parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument(
+        "--out",
+        type=str,
+        required=True,
+        help="the run folder: predictions.jsonl, metrics.json, partial results",
+    )
+    parser.add_argument("--limit", type=int, default=0, help="the first N questions (0: all)")
     parser.add_argument(
         "--corpus",
         type=str | None,
@@ -58,12 +64,32 @@ def build_parser():
         "corpora, HotpotQA's abstracts) instead of each question's own paragraphs",
     )
     # Literal types: jsonargparse prints them in --help (str + choices printed a lambda)
-    parser.add_argument("--method", type=Literal[tuple(METHODS)], default="ircot")
-    parser.add_argument("--retriever", type=Literal["bm25", "dense"], default="bm25")
-    parser.add_argument("--dense_encoder", type=str, default="minilm")
+    parser.add_argument(
+        "--method",
+        type=Literal[tuple(METHODS)],
+        default="ircot",
+        help="ircot (interleaved CoT and retrieval), oner (one retrieval), nor (no "
+        "retrieval), beam / chains (CGR's paths over the paragraphs, no LM while "
+        "retrieving)",
+    )
+    parser.add_argument(
+        "--retriever",
+        type=Literal["bm25", "dense"],
+        default="bm25",
+        help="bm25 (bm25s) or dense (--dense_encoder with FAISS)",
+    )
+    parser.add_argument(
+        "--dense_encoder",
+        type=str,
+        default="minilm",
+        help="the dense retriever's encoder: packaged name, hub name or folder",
+    )
     parser.add_dataclass_arguments(LoopConfig, "loop")
+    describe(parser, "loop", LoopConfig)
     parser.add_dataclass_arguments(GeneratorConfig, "generator")
+    describe(parser, "generator", GeneratorConfig)
     parser.add_dataclass_arguments(DemoConfig, "demos")
+    describe(parser, "demos", DemoConfig)
     return parser
 
 

@@ -13,26 +13,28 @@ METHODS = ("ircot", "oner", "nor", "beam", "chains")
 
 @dataclass
 class LoopConfig:
+    # ircot | oner | nor | beam | chains (the retrieval the loop runs)
     method: Literal["ircot", "oner", "nor", "beam", "chains"] = "ircot"
-    k: int = 4
+    k: int = 4  # paragraphs retrieved per step
     # beam: CGR's beam-iterative search over the paragraphs (beam_size paths, beam_steps hops);
     # chains: hops guided by AMR concepts (the bridge concept a first paragraph adds to the
     # question); both then read the k paragraphs of the best chains with the OneR reader, and
     # call no LM while retrieving
     beam_size: int = 5
-    beam_steps: int = 2
+    beam_steps: int = 2  # beam / chains: hops per path
     # IRCoT's query at each step: the new CoT sentence (the paper), the question with the chain
     # frontier (a concept the paragraphs so far add to the question, cgr.chains.hops), or both
     query: Literal["cot", "chains", "both"] = "cot"
-    max_steps: int = 8
-    max_paragraphs: int = 15
+    max_steps: int = 8  # reasoning steps (CoT sentences) at most per question
+    max_paragraphs: int = 15  # paragraphs the reader is given at most (IRCoT: 15)
     skip_paragraph_words: int = 600  # IRCoT skips paragraphs longer than this
+    # cot (reason, then 'answer is') | direct (the answer at once)
     reader: Literal["cot", "direct"] = "cot"
-    reader_max_new_tokens: int = 96
+    reader_max_new_tokens: int = 96  # tokens the reader may write
     # when the CoT reader never says "answer is": ask again with the direct-answer prompt over the
     # same paragraphs (a short answer, counted as answer_fallback_direct), or take its first line
     answer_fallback: Literal["direct", "first_line"] = "direct"
-    fallback_max_new_tokens: int = 16
+    fallback_max_new_tokens: int = 16  # tokens of the fallback's direct answer
 
     def __post_init__(self) -> None:
         one_of("loop.method", self.method, METHODS)

@@ -8,6 +8,7 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import asdict
 
+from cgr.config_help import describe
 from cgr.errors import ConfigError, DataFormatError
 from cgr.files import atomic_write_text, require_writable_dir
 from cgr.generation.config import GeneratorConfig, build_generator
@@ -24,12 +25,17 @@ def build_parser():
                             allow_abbrev=False, exit_on_error=False)  # fmt: skip
     parser.add_argument("--config", action=ActionConfigFile)
     parser.add_argument("--data", type=str, required=True, help="QASPER-format json file")
-    parser.add_argument("--out", type=str, required=True)
+    parser.add_argument(
+        "--out", type=str, required=True, help="the run folder: predictions.jsonl, metrics.json"
+    )
     parser.add_argument("--limit", type=int, default=0, help="the first N questions (0: all)")
     parser.add_argument("--method", type=str, default=None, help="shorthand for --longdoc.method")
     parser.add_dataclass_arguments(LongDocConfig, "longdoc")
+    describe(parser, "longdoc", LongDocConfig)
     parser.add_dataclass_arguments(SummaryConfig, "summaries")
+    describe(parser, "summaries", SummaryConfig)
     parser.add_dataclass_arguments(GeneratorConfig, "generator")
+    describe(parser, "generator", GeneratorConfig)
     return parser
 
 

@@ -14,6 +14,7 @@ LM_EVIDENCE = {"d3", "d3_hier", "d3_dense", "chunk", "mapreduce"}
 
 @dataclass
 class LongDocConfig:
+    # d3 | d3_hier | d3_dense | paragraph | chunk | mapreduce (see docs/longdoc.md)
     method: Literal["d3", "d3_hier", "d3_dense", "paragraph", "chunk", "mapreduce"] = "d3"
     chunk_tokens: int = 1500  # BASE's context per call (the paper: 3,500 with gpt-3.5)
     list_tokens: int = 48  # new tokens for a list of section names or paragraph ids
@@ -26,7 +27,7 @@ class LongDocConfig:
     # how the LM picks sections: writes their names (the paper) or, for small LMs that do not
     # keep the format, scores every name as its answer and the best `select_sections` are kept
     select: Literal["generate", "likelihood"] = "generate"
-    select_sections: int = 2
+    select_sections: int = 2  # likelihood selection: sections kept
     # likelihood: each name's score minus its score for a content-free question ("N/A"), so a
     # name the LM favours whatever is asked does not win every question of its paper
     # (contextual calibration, Zhao et al. 2021); "none" keeps the raw scores
@@ -36,8 +37,8 @@ class LongDocConfig:
     paragraph_summary_words: int = 25  # d3_hier: a paragraph's leading words stand for it
     answer: bool = True  # answer from the evidence with the same LM
     answer_tokens: int = 1024  # evidence budget of the answer prompt (whole paragraphs)
-    answer_max_new_tokens: int = 32
-    encoder: str = "minilm"
+    answer_max_new_tokens: int = 32  # tokens of the answer
+    encoder: str = "minilm"  # the dense encoder (paragraph baseline, d3_dense, the fallback)
     # every LM output stored under a hash of generator, prompt and limits, with its seconds, so
     # re-runs and methods sharing calls read it ("": off; see cgr/longdoc/lm.py)
     lm_cache: str = ".cache/cgr/longdoc/generations.sqlite"
@@ -59,11 +60,12 @@ class LongDocConfig:
 
 @dataclass
 class SummaryConfig:
+    # extractive (a section's leading sentences, no LM) | lm (the generator writes one per section)
     method: Literal["extractive", "lm"] = "extractive"
     words: int = 40  # extractive: leading sentences up to this many words (at least one)
     input_tokens: int = 384  # lm: the text is cut to this many tokens before summarising
     max_new_tokens: int = 48  # lm: summary length bound
-    cache: str = ".cache/cgr/longdoc/summaries.sqlite"
+    cache: str = ".cache/cgr/longdoc/summaries.sqlite"  # summaries by model, settings and text (sqlite; "": off)
 
     def __post_init__(self) -> None:
         one_of("summaries.method", self.method, ("extractive", "lm"))

@@ -239,7 +239,7 @@ def main(argv: list[str]) -> int:
         "safetensors, cgr_config.json, a model card).",
         allow_abbrev=False,
     )
-    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--checkpoint", required=True, help="the checkpoint to export (best.ckpt)")
     parser.add_argument("--out", required=True, help="the model folder (new, or empty)")
     parser.add_argument("--dtype", choices=DTYPES, default="float32",
                         help="the weights' dtype (float16 / bfloat16 halve the folder; CPUs load them as float32)")  # fmt: skip

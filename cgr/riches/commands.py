@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
+from cgr.config_help import describe
 from cgr.data.loaders import load_lenient
 from cgr.errors import ConfigError, DataFormatError
 from cgr.evaluation.qa_metrics import exact_match, f1_score, normalize_answer, paragraph_recall
@@ -73,8 +74,10 @@ def build_parser():
                             allow_abbrev=False, exit_on_error=False)  # fmt: skip
     parser.add_argument("--config", action=ActionConfigFile)
     parser.add_argument("--data", type=str, required=True, help="HotpotQA/2Wiki/MuSiQue file")
-    parser.add_argument("--out", type=str, required=True)
-    parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument(
+        "--out", type=str, required=True, help="the run folder: predictions.jsonl, metrics.json"
+    )
+    parser.add_argument("--limit", type=int, default=0, help="the first N questions (0: all)")
     parser.add_argument(
         "--corpus",
         type=str | None,
@@ -83,8 +86,11 @@ def build_parser():
         "corpora, HotpotQA's abstracts) instead of each question's own paragraphs",
     )
     parser.add_dataclass_arguments(RichesConfig, "riches")
+    describe(parser, "riches", RichesConfig)
     parser.add_dataclass_arguments(DecodeConfig, "decode")
+    describe(parser, "decode", DecodeConfig)
     parser.add_dataclass_arguments(GeneratorConfig, "generator")
+    describe(parser, "generator", GeneratorConfig)
     return parser
 
 

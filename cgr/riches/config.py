@@ -13,18 +13,19 @@ from cgr.validation import at_least, one_of
 
 @dataclass
 class DecodeConfig:
-    beam_size: int = 5
+    beam_size: int = 5  # constrained beams kept while decoding a key
+    # stop widening the beam once a key is complete (the paper's adaptive beam)
     adaptive: bool = True
-    max_new_tokens: int = 128
+    max_new_tokens: int = 128  # tokens generated at most per question
     top_candidates: int = 64  # tokens checked against the index per constrained beam and step
     continuations: int = 256  # corpus continuations read when too few of those are allowed
-    open_marker: str = "«"
-    close_marker: str = "»"
+    open_marker: str = "«"  # the marker that opens a key the decoder must copy from the corpus
+    close_marker: str = "»"  # the marker that closes it
     stop: str = "\n"  # the example ends at a line break (after "answer: ...")
     # the format, enforced for small LMs that do not keep to it: a thought longer than this many
     # tokens is ended by opening a key; after max_keys keys the next long thought is the answer
     max_thought_tokens: int = 16
-    max_keys: int = 3
+    max_keys: int = 3  # keys (retrievals) at most per question
 
     def __post_init__(self) -> None:
         for name in ("beam_size", "max_new_tokens", "top_candidates", "continuations",
@@ -38,10 +39,12 @@ class DecodeConfig:
 
 @dataclass
 class RichesConfig:
+    # what a key is: a corpus sentence, a paragraph or a title
     key_kind: Literal["sentence", "paragraph", "title"] = "sentence"
     index: Literal["fm", "trie"] = "fm"  # the FM-index, or a marisa trie (whole keys only)
     substrings: bool = False  # fm only: a key may be any substring of a paragraph's key
-    demos: str = "data/riches/demos.json"
+    demos: str = "data/riches/demos.json"  # few-shot demonstrations (json)
+    # multi_hop (keys, then the answer) | single_hop (one key)
     hops: Literal["multi_hop", "single_hop"] = "multi_hop"
     keywords: bool = True  # the keyword thoughts of Table 6
     max_key_tokens: int = 256  # longer keys are left out of the index (counted)

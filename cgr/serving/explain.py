@@ -69,7 +69,7 @@ def explanation(prediction: Prediction, max_chains: int = 3) -> list[str]:
 
 def main(argv: list[str]) -> int:
     parser = checkpoint_parser("cgr explain", "Answer one question and show the chains behind it.")
-    parser.add_argument("--question", required=True)
+    parser.add_argument("--question", required=True, help="the question's text")
     parser.add_argument("--choices", nargs="+", required=True, help="two or more answer choices")
     parser.add_argument("--labels", nargs="+", default=None, help="default: A B C ...")
     parser.add_argument("--max-chains", type=int, default=3, help="chains printed per choice")

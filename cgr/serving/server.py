@@ -255,7 +255,7 @@ def create_app(
 def main(argv: list[str]) -> int:
     parser = checkpoint_parser("cgr serve", "A web page and a JSON endpoint over a checkpoint.")
     parser.add_argument("--host", default="127.0.0.1", help="default: loopback only")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8000, help="the port (default: %(default)s)")
     parser.add_argument("--max-waiting", type=int, default=64, help="queued requests before 503")
     parser.add_argument("--max-batch", type=int, default=8, help="questions scored together")
     parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES,

@@ -82,10 +82,19 @@ def main(argv: list[str], resolve) -> int:
     parser.add_argument("--out", required=True, type=Path, help="the support reader's folder")
     parser.add_argument("--model", help="the reader to fine-tune (default: the config's)")
     defaults = SupportReaderConfig()
-    for name in ("epochs", "batch_size", "lr", "seed", "negatives", "hold_out", "max_gold"):
+    from cgr.config_help import field_comments
+
+    helps = {"epochs": "passes over the training rows", "batch_size": "rows per step",
+             "lr": "AdamW learning rate", "seed": "the run's seed",
+             **field_comments(SupportReaderConfig)}  # fmt: skip
+    names = ("epochs", "batch_size", "lr", "seed", "negatives", "hold_out", "max_gold")
+    for name, text in ((n, helps[n]) for n in names):
         kind = float if name == "lr" else int
         parser.add_argument(
-            f"--{name.replace('_', '-')}", type=kind, default=getattr(defaults, name)
+            f"--{name.replace('_', '-')}",
+            type=kind,
+            default=getattr(defaults, name),
+            help=f"{text} (default: %(default)s)",
         )
     parser.add_argument("--accelerator", default="auto", help="pl.Trainer's (cpu, gpu, auto)")
     parser.add_argument("--train-file", action="append", metavar="FILE",
