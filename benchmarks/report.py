@@ -93,6 +93,7 @@ TABLES = {
     "riches-quality": ["riches.py", "--table", "--scale"],
     "riches-index": ["riches.py", "--table", "--datasets"],
     "bad-inputs": ["bad_inputs.py", "--table"],
+    "open-corpus": ["open_corpus.py", "--table"],
 }  # fmt: skip
 BLOCK = re.compile(r"(<!-- table: ([\w-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
 
