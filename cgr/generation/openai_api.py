@@ -74,7 +74,7 @@ class OpenAIGenerator:
 
     def __init__(self, base_url: str, model: str, api: str = "completions",
                  api_key_env: str = "OPENAI_API_KEY", max_new_tokens: int = 48,
-                 concurrency: int = 4, timeout: float = 120.0, max_retries: int = 5,
+                 concurrency: int = 4, timeout: float = 120.0, max_retries: int = 3,
                  cache: str = ".cache/cgr/openai.sqlite", context_tokens: int = 8192,
                  tokenizer: str | None = None):  # fmt: skip
         if not base_url:
@@ -181,8 +181,8 @@ class OpenAIGenerator:
             raise ConfigError(f"generator {self.base_url}: the server counts no tokens (no "
                               f"/tokenize) and {name!r} gives no tokenizer ({_short(str(e))}); "
                               "set generator.tokenizer to the model's hub name or folder") from None  # fmt: skip
-        log.info("generator: prompt budget counted by the tokenizer of %s (the server has no "
-                 "/tokenize)", name)  # fmt: skip
+        log.info("generator: prompt budget counted by the tokenizer of %s (no /tokenize answered "
+                 "at %s)", name, root)  # fmt: skip
         return lambda text: len(tok(text, add_special_tokens=False).input_ids)
 
     def count_tokens(self, text: str) -> int:

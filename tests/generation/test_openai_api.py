@@ -80,6 +80,18 @@ def test_ircot_runs_on_the_server_and_writes_the_key_nowhere(server, tmp_path, c
     assert printed.out.strip().splitlines()[-1].startswith("recall: ")
     rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == ["t1", "t2"] and all(r["generated_tokens"] > 0 for r in rows)
+    # the in-process llama.cpp backend on the same GGUF writes the same chains of thought
+    local = tmp_path / "local"
+    at = args.index("--generator.backend")
+    in_process = [*args[:at], "--generator.backend", "llamacpp", *args[at + 2 :]]
+    in_process[in_process.index("--out") + 1] = str(local)
+    assert main(in_process) == 0
+    capsys.readouterr()
+    rows_local = [
+        json.loads(line) for line in (local / "predictions.jsonl").read_text().splitlines()
+    ]
+    assert [(r["cot"], r["prediction"]) for r in rows] == [
+        (r["cot"], r["prediction"]) for r in rows_local]  # fmt: skip
     written = [p for p in [*out.rglob("*"), cache] if p.is_file()]
     assert written and not [p for p in written if secret.encode() in p.read_bytes()]
     assert secret not in printed.out + printed.err
@@ -97,3 +109,51 @@ def test_a_dead_server_is_one_line(tmp_path, capsys):
     lines = [x for x in err.splitlines() if x.strip() and not x.startswith("ircot:")]  # no bar
     assert len(lines) == 1 and lines[0].startswith("error: generator http://127.0.0.1:9/v1")
     assert "Traceback" not in err
+
+
+def test_a_server_that_fails_twice_then_answers_is_retried(tmp_path):
+    """A loopback server that answers 503 twice, then a completion: the client's backoff
+    retries it and the answer arrives."""
+    import http.server
+    import threading
+
+    from cgr.generation.openai_api import OpenAIGenerator
+
+    calls = []
+
+    class Flaky(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            calls.append(self.path)
+            tries = [c for c in calls if c.endswith("/completions")]
+            if self.path.endswith("/completions") and len(tries) <= 2:
+                self.send_error(503, "busy")
+                return
+            if not self.path.endswith("/completions"):
+                self.send_error(404, "no such endpoint")
+                return
+            body = json.dumps({"id": "c1", "object": "text_completion", "created": 0, "model": "m",
+                               "choices": [{"index": 0, "text": "Paris", "finish_reason": "stop",
+                                            "logprobs": None}],
+                               "usage": {"prompt_tokens": 5, "completion_tokens": 1,
+                                         "total_tokens": 6}}).encode()  # fmt: skip
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        client = OpenAIGenerator(url, "m", cache="", tokenizer="smollm2", max_retries=3)
+        (answer,) = client.generate(["Q: capital of France?\nA:"], stop="sentence")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert answer.text == "Paris." and answer.new_tokens == 1
+    assert [c for c in calls if c.endswith("/completions")] == ["/v1/completions"] * 3
