@@ -236,6 +236,21 @@ COMMANDS = {
 }
 
 
+# modules of the optional extras (pyproject.toml) -> the extra that installs them
+EXTRAS = {"gguf": "ircot", "xllamacpp": "ircot", "ctranslate2": "ircot", "openai": "ircot",
+          "fm_index": "riches", "marisa_trie": "riches", "fastapi": "serve", "uvicorn": "serve"}  # fmt: skip
+
+
+def missing_extra(error: ModuleNotFoundError) -> str | None:
+    """One line saying which extra installs a module a command needs, where one does."""
+    top = (error.name or "").split(".")[0]
+    extra = EXTRAS.get(top)
+    if extra is None:
+        return None
+    return (f"error: this needs the '{extra}' extra (module {top} is not installed): "
+            f"pip install 'cgr[{extra}]', or scripts/setup_env.sh, which installs every extra")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     usage = f"usage: cgr {{{','.join(COMMANDS)}}} ...  (cgr COMMAND --help for its options)"
@@ -258,6 +273,11 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"error: {terminal_safe(str(e), newlines=True)}", file=sys.stderr)
         return e.exit_code
+    except ModuleNotFoundError as e:
+        if (line := missing_extra(e)) is None:
+            raise
+        print(line, file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

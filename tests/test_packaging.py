@@ -18,9 +18,9 @@ tomllib = pytest.importorskip("tomllib")  # Python 3.11+ (3.10: skipped)
 
 def declared() -> list[Requirement]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return [
-        Requirement(d) for d in [*project["dependencies"], *project["optional-dependencies"]["cpu"]]
-    ]
+    extras = project["optional-dependencies"]
+    named = [d for name in ("cpu", "ircot", "riches", "serve") for d in extras[name]]
+    return [Requirement(d) for d in [*project["dependencies"], *named] if not d.startswith("cgr[")]
 
 
 def pins(path) -> dict[str, str]:
@@ -113,3 +113,23 @@ def test_train_sh_runs_in_an_active_environment_and_installs_nothing(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "seed_everything: 33" in done.stdout
     assert "using the active environment" in done.stderr and "[setup]" not in done.stderr
+
+
+def test_a_command_missing_its_extra_names_it_in_one_line(monkeypatch, capsys):
+    from cgr import cli
+
+    def needs_fastapi(argv):
+        raise ModuleNotFoundError("No module named 'fastapi'", name="fastapi")
+
+    monkeypatch.setitem(cli.COMMANDS, "serve", needs_fastapi)
+    assert cli.main(["serve"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: this needs the 'serve' extra (module fastapi is not installed): "
+                   "pip install 'cgr[serve]', or scripts/setup_env.sh, which installs every extra"]  # fmt: skip
+
+
+def test_the_core_install_leaves_the_modes_backends_to_extras():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    core = {norm(Requirement(d).name) for d in project["dependencies"]}
+    assert not core & {"xllamacpp", "ctranslate2", "fm-index", "fastapi", "uvicorn", "openai"}
+    assert project["optional-dependencies"]["all"] == ["cgr[ircot,riches,serve]"]

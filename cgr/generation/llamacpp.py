@@ -49,7 +49,7 @@ class LlamaCppGenerator:
             import xllamacpp
         except ImportError as e:
             raise ConfigError(
-                "generator.backend llamacpp needs `pip install xllamacpp` (scripts/setup_env.sh)"
+                "generator.backend llamacpp needs the ircot extra: pip install 'cgr[ircot]'"
             ) from e
         from cgr.weights import loaders
 
