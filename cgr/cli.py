@@ -7,6 +7,7 @@ import argparse
 import logging
 import os
 import sys
+from pathlib import Path
 
 from cgr.errors import CGRError
 
@@ -59,7 +60,9 @@ def _fit_and_evaluate(cli, export: bool = False) -> int:
     from cgr.pretrained.source import open_model
 
     # this process wrote the checkpoint: its files are the ones the config named
-    result = evaluate(open_model(best, trusted=True), export_dir=chains)
+    opened = open_model(best, trusted=True)
+    opened.lead = _fit_chain_labels(opened, cli.datamodule.hparams.train_file, Path(best).parent)
+    result = evaluate(opened, export_dir=chains)
     print(f"chains: {os.path.join(chains, 'chains.html')} (open it in a browser)")
     if export:
         from cgr.pretrained.export import export_model
@@ -68,6 +71,36 @@ def _fit_and_evaluate(cli, export: bool = False) -> int:
         print("\n".join(export_model(best, folder, replace=True, trusted=True).lines()))
     print("\n".join(result.report()))  # `accuracy:` stays the last line
     return 0
+
+
+def _fit_chain_labels(opened, train_file, folder: Path) -> float | None:
+    """The lead a chain's "supports" label needs, fitted on the first training questions
+    (cgr.pretrained.chain_labels) and stored beside the checkpoint; None (the stated default)
+    where no fit is possible, said in one line."""
+    import json
+
+    from cgr.evaluation.predict import evaluate
+    from cgr.files import atomic_write_text
+    from cgr.pretrained.chain_labels import FILE, fit_lead, training_sample
+
+    sample, out = folder / "chain-labels-questions.jsonl", folder / "chain-labels-predictions.jsonl"
+    try:
+        n = training_sample(train_file, sample)
+        result = evaluate(opened, str(sample), str(out))
+        records = [json.loads(line) for line in result.predictions.read_text().splitlines()]
+        files = train_file if isinstance(train_file, list) else [train_file]
+        fit = fit_lead(records, {"files": files, "questions": n, "split": "train"})
+    except CGRError as e:
+        print(f"chain labels: not fitted ({e}); the stated default lead labels them")
+        return None
+    finally:
+        sample.unlink(missing_ok=True)
+        out.unlink(missing_ok=True)
+    atomic_write_text(folder / FILE, json.dumps(fit, indent=1) + "\n")
+    print(f"chain labels: a chain supports its choice at a lead of {fit['lead']:.2f}, fitted on "
+          f"{n} training questions ({fit['right_supported']:.0%} of right choices with chains "
+          f"get one, {fit['wrong_supported']:.0%} of wrong ones): {folder / FILE}")  # fmt: skip
+    return fit["lead"]
 
 
 def _resume_from(cli) -> str | None:

@@ -33,6 +33,8 @@ def field_comments(cls: type) -> dict[str, str]:
         if not match or match.group(1) not in names or match.group(1) in found:
             continue
         text = comments.get(number, "") if "#" in line else ""
+        if not text and line.rstrip().endswith("("):  # a default the formatter wrapped
+            text = comments.get(number + 1, "")
         if not text:  # the block of whole-line comments right above
             block, above = [], number - 1
             while above >= 1 and lines[above - 1].strip().startswith("#"):

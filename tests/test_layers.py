@@ -9,7 +9,7 @@ from tests.conftest import ROOT
 
 # lowest first; a part may import its own layer and those before it
 LAYERS = [
-    {"errors", "validation", "files", "config_files", "models", "nlp", "workers", "terminal",
+    {"errors", "validation", "files", "config_files", "config_help", "models", "nlp", "workers", "terminal",
      "signing", "runs", "fitting"},
     {"data"},
     {"datasets"},  # getting the public datasets into the data root (cgr data)

@@ -43,9 +43,8 @@ class GeneratorConfig:
     api_key_env: str = "OPENAI_API_KEY"
     concurrency: int = 4  # openai: questions in flight at once (one question's steps in order)
     timeout: float = 120.0  # openai: seconds per request before the client retries
-    max_retries: int = (
-        3  # openai: retries with backoff (0.5, 1, 2 s) on 429, 5xx, dropped connections
-    )
+    # openai: retries with backoff (0.5, 1, 2 s) on 429, 5xx and dropped connections
+    max_retries: int = 3
     # openai: answers kept by endpoint, model, prompt and settings ("": none); a re-run after a
     # kill sends only the requests not yet answered
     response_cache: str = ".cache/cgr/openai.sqlite"

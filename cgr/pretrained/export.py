@@ -18,6 +18,7 @@ from cgr.data.root import data_path
 from cgr.errors import ConfigError
 from cgr.files import require_writable_dir
 from cgr.models import is_packaged
+from cgr.pretrained.chain_labels import beside
 from cgr.pretrained.folder import CONFIG, FORMAT, FORMAT_VERSION
 from cgr.signing import sign
 
@@ -176,6 +177,8 @@ def export_model(
             "data": data,
             "signature": sign(data),
             "training": _training_record(opened),
+            # the lead a chain's "supports" label needs, fitted on the training questions
+            "chain_labels": beside(opened.path),
         }
         (work / CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         (work / "README.md").write_text(model_card(config, opened), encoding="utf-8")

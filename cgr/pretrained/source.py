@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cgr.errors import ConfigError
+from cgr.pretrained.chain_labels import FILE as CHAIN_LABELS
+from cgr.pretrained.chain_labels import beside, read_lead
 from cgr.pretrained.folder import ModelFolder, read_model_folder
 from cgr.pretrained.loading import check_query_encoder
 from cgr.pretrained.paths import PathRule
@@ -26,6 +28,7 @@ class OpenedModel:
     query_encoder: str = "auto"  # a checkpoint's choice (cgr.pretrained.loading.retrieval_encoder)
     support_reader: str | None = None  # a folder `cgr support-reader` wrote: judges support
     chain_order: str | None = None  # how the scored chains are shown (None: DEFAULT_ORDER)
+    lead: float | None = None  # a "supports" label's lead, fitted at training (None: the default)
 
     def load_support_reader(self, device: str = "cpu"):
         """The support reader that judges the chains' support, or None: the model's reader."""
@@ -151,7 +154,8 @@ def open_model(
         rule = PathRule(path / "cgr_config.json", path, data_roots, trusted, relative_to=path)
         data = rule.data_settings(config["data"], dev_file)
         check_corpus_files(data, path / "cgr_config.json")
-        return OpenedModel(path, data, folder=folder)
+        lead = read_lead(config.get("chain_labels"), str(path / "cgr_config.json"))
+        return OpenedModel(path, data, folder=folder, lead=lead)
     checkpoint = read_checkpoint(path)
     trusted = trusted or checkpoint_signed_here(checkpoint)
     rule = PathRule(path, path.parent, data_roots, trusted)
@@ -160,7 +164,8 @@ def open_model(
         if isinstance(name := (checkpoint.get("hyper_parameters") or {}).get(field), str):
             rule.check_model_name(f"model.{field}", name)
     check_corpus_files(data, path)
-    return OpenedModel(path, data, checkpoint=checkpoint, query_encoder=query_encoder)
+    lead = read_lead(beside(path), str(path.parent / CHAIN_LABELS))
+    return OpenedModel(path, data, checkpoint=checkpoint, query_encoder=query_encoder, lead=lead)
 
 
 def check_corpus_files(data: dict, source: Path) -> None:
