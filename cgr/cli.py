@@ -83,7 +83,10 @@ def _fit_chain_labels(opened, train_file, folder: Path) -> float | None:
     from cgr.files import atomic_write_text
     from cgr.pretrained.chain_labels import FILE, fit_lead, training_sample
 
+    from cgr.evaluation.support import LEAD
+
     sample, out = folder / "chain-labels-questions.jsonl", folder / "chain-labels-predictions.jsonl"
+    opened.lead = LEAD  # a chain's lead does not depend on the threshold: any one reads them
     try:
         n = training_sample(train_file, sample)
         result = evaluate(opened, str(sample), str(out))
