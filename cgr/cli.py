@@ -80,10 +80,9 @@ def _fit_chain_labels(opened, train_file, folder: Path) -> float | None:
     import json
 
     from cgr.evaluation.predict import evaluate
+    from cgr.evaluation.support import LEAD
     from cgr.files import atomic_write_text
     from cgr.pretrained.chain_labels import FILE, fit_lead, training_sample
-
-    from cgr.evaluation.support import LEAD
 
     sample, out = folder / "chain-labels-questions.jsonl", folder / "chain-labels-predictions.jsonl"
     opened.lead = LEAD  # a chain's lead does not depend on the threshold: any one reads them

@@ -120,10 +120,9 @@ def from_hub(name: str) -> tuple[str | None, str]:
     try:
         return snapshot_download(name, allow_patterns=HUB_FILES), ""
     except Exception as e:  # noqa: BLE001 - no network, no such repository, no access
-        return (
-            None,
-            f"the hub did not give it ({type(e).__name__}: {' '.join(str(e).split())[:120]})",
-        )
+        text = " ".join(str(e).split())
+        reason = "no connection to the hub" if "ConnectError" in text else type(e).__name__
+        return None, f"the hub did not give it ({reason})"
 
 
 def looks_like_hub_name(name: str) -> bool:
