@@ -61,7 +61,9 @@ def _fit_and_evaluate(cli, export: bool = False) -> int:
 
     # this process wrote the checkpoint: its files are the ones the config named
     opened = open_model(best, trusted=True)
-    opened.lead = _fit_chain_labels(opened, cli.datamodule.hparams.train_file, Path(best).parent)
+    hp = cli.datamodule.hparams  # the fit reads the training questions the run trained on
+    opened.lead = _fit_chain_labels(opened, hp.train_file, Path(best).parent,
+                                    hp.get("max_train_questions") or None)  # fmt: skip
     result = evaluate(opened, export_dir=chains)
     print(f"chains: {os.path.join(chains, 'chains.html')} (open it in a browser)")
     if export:
@@ -73,7 +75,7 @@ def _fit_and_evaluate(cli, export: bool = False) -> int:
     return 0
 
 
-def _fit_chain_labels(opened, train_file, folder: Path) -> float | None:
+def _fit_chain_labels(opened, train_file, folder: Path, budget: int | None = None) -> float | None:
     """The lead a chain's "supports" label needs, fitted on the first training questions
     (cgr.pretrained.chain_labels) and stored beside the checkpoint; None (the stated default)
     where no fit is possible, said in one line."""
@@ -82,12 +84,12 @@ def _fit_chain_labels(opened, train_file, folder: Path) -> float | None:
     from cgr.evaluation.predict import evaluate
     from cgr.evaluation.support import LEAD
     from cgr.files import atomic_write_text
-    from cgr.pretrained.chain_labels import FILE, fit_lead, training_sample
+    from cgr.pretrained.chain_labels import FILE, MAX_QUESTIONS, fit_lead, training_sample
 
     sample, out = folder / "chain-labels-questions.jsonl", folder / "chain-labels-predictions.jsonl"
     opened.lead = LEAD  # a chain's lead does not depend on the threshold: any one reads them
     try:
-        n = training_sample(train_file, sample)
+        n = training_sample(train_file, sample, min(budget or MAX_QUESTIONS, MAX_QUESTIONS))
         result = evaluate(opened, str(sample), str(out))
         records = [json.loads(line) for line in result.predictions.read_text().splitlines()]
         files = train_file if isinstance(train_file, list) else [train_file]
