@@ -14,6 +14,7 @@ from cgr.errors import DataFormatError
 from cgr.files import atomic_write_text, require_writable_dir
 from cgr.generation.config import GeneratorConfig, build_generator
 from cgr.ircot.config import METHODS, LoopConfig
+from cgr.retrieval.open_corpus import add_corpus_argument
 from cgr.runs import partial_results, run_in_chunks
 from cgr.validation import at_least, parsed
 
@@ -56,13 +57,7 @@ def build_parser():
         help="the run folder: predictions.jsonl, metrics.json, partial results",
     )
     parser.add_argument("--limit", type=int, default=0, help="the first N questions (0: all)")
-    parser.add_argument(
-        "--corpus",
-        type=str | None,
-        default=None,
-        help="retrieve from this corpus (jsonl of title/text, a folder of them, .gz/.bz2: IRCoT's "
-        "corpora, HotpotQA's abstracts) instead of each question's own paragraphs",
-    )
+    add_corpus_argument(parser)
     # Literal types: jsonargparse prints them in --help (str + choices printed a lambda)
     parser.add_argument(
         "--method",

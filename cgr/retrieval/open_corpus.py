@@ -33,6 +33,17 @@ TAG = re.compile(r"<[^>]+>")  # the abstracts' <a href="...">links</a>
 INDEX_VERSION = 1
 
 
+def add_corpus_argument(parser) -> None:
+    """`--corpus`, as `cgr ircot` and `cgr riches` take it."""
+    parser.add_argument(
+        "--corpus",
+        type=str | None,
+        default=None,
+        help="retrieve from this corpus (jsonl of title/text, a folder of them, .gz/.bz2: IRCoT's "
+        "corpora, HotpotQA's abstracts) instead of each question's own paragraphs",
+    )
+
+
 def corpus_files(path: str | Path) -> list[Path]:
     p = data_path(path)
     if p.is_dir():

@@ -16,6 +16,7 @@ from cgr.errors import ConfigError, DataFormatError
 from cgr.evaluation.qa_metrics import exact_match, f1_score, normalize_answer, paragraph_recall
 from cgr.files import atomic_write_text, require_writable_dir
 from cgr.generation.config import GeneratorConfig
+from cgr.retrieval.open_corpus import add_corpus_argument
 from cgr.retrieval.paragraphs import paragraph_corpus
 from cgr.riches.config import DecodeConfig, RichesConfig
 from cgr.riches.index import FMKeyIndex, TrieKeyIndex
@@ -78,13 +79,7 @@ def build_parser():
         "--out", type=str, required=True, help="the run folder: predictions.jsonl, metrics.json"
     )
     parser.add_argument("--limit", type=int, default=0, help="the first N questions (0: all)")
-    parser.add_argument(
-        "--corpus",
-        type=str | None,
-        default=None,
-        help="retrieve from this corpus (jsonl of title/text, a folder of them, .gz/.bz2: IRCoT's "
-        "corpora, HotpotQA's abstracts) instead of each question's own paragraphs",
-    )
+    add_corpus_argument(parser)
     parser.add_dataclass_arguments(RichesConfig, "riches")
     describe(parser, "riches", RichesConfig)
     parser.add_dataclass_arguments(DecodeConfig, "decode")
