@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+import yaml
 
 from tests.conftest import ROOT
 
@@ -41,10 +42,12 @@ def test_two_processes_write_the_vectors_one_process_writes(tmp_path):
     from cgr.retrieval.embedding_cache import EmbeddingCache, cache_folder
     from cgr.retrieval.encoders import TextEncoder
 
+    model = yaml.safe_load((ROOT / "configs" / "default.yaml").read_text())["data"]["retrieval"]
+    name = model["encoder"]  # the cache is keyed by the name the config gives
     corpus = Corpus.from_files([ROOT / "data" / "quickstart" / "facts.txt"])
-    folder = cache_folder(tmp_path / "train", "minilm", corpus)
-    in_process = EmbeddingCache(folder, "minilm", corpus).load_or_build(TextEncoder("minilm"))
-    encoded = EmbeddingCache(cache_folder(one, "minilm", corpus), "minilm", corpus).load()
+    folder = cache_folder(tmp_path / "train", name, corpus)
+    in_process = EmbeddingCache(folder, name, corpus).load_or_build(TextEncoder(name))
+    encoded = EmbeddingCache(cache_folder(one, name, corpus), name, corpus).load()
     assert np.allclose(in_process, encoded, atol=1e-6)
 
     again = encode(one)
