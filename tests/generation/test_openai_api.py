@@ -81,6 +81,7 @@ def test_ircot_runs_on_the_server_and_writes_the_key_nowhere(server, tmp_path, c
     assert printed.out.strip().splitlines()[-1].startswith("recall: ")
     rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == ["t1", "t2"] and all(r["generated_tokens"] > 0 for r in rows)
+
     # a second run reads every answer from the cache: the same chains, and no new entry
     def entries() -> int:
         with sqlite3.connect(cache) as db:
@@ -91,7 +92,9 @@ def test_ircot_runs_on_the_server_and_writes_the_key_nowhere(server, tmp_path, c
     rerun[rerun.index("--out") + 1] = str(again)
     assert main(rerun) == 0
     capsys.readouterr()
-    rows_again = [json.loads(line) for line in (again / "predictions.jsonl").read_text().splitlines()]
+    rows_again = [
+        json.loads(line) for line in (again / "predictions.jsonl").read_text().splitlines()
+    ]
     assert [r["cot"] for r in rows] == [r["cot"] for r in rows_again] and entries() == before > 0
     written = [p for p in [*out.rglob("*"), cache] if p.is_file()]
     assert written and not [p for p in written if secret.encode() in p.read_bytes()]
