@@ -51,7 +51,7 @@ class Predictor:
         self.reader = getattr(module, "reader", module)  # scores outside a Trainer
         self.chain_order, self.support_candidates = DEFAULT_ORDER, CANDIDATES
         self.support_reader = None  # a support reader (use_support_reader), else self.reader
-        self.lead = None  # the lead a chain's "supports" label needs (None: the stated default)
+        self.chain_margin = None  # the margin a supporting chain needs (None: the stated default)
 
     def use_support_reader(self, folder: str | Path | None) -> Predictor:
         """Each chain's support judged by the support reader `folder` (`cgr support-reader`)
@@ -121,7 +121,9 @@ class Predictor:
             pipeline.use_query_encoder(encoder)
         predictor = cls(module, pipeline, batch_size).use_support_reader(opened.support_reader)
         predictor.chain_order = opened.chain_order or predictor.chain_order
-        predictor.lead = opened.lead  # fitted on the model's training questions, when it was
+        predictor.chain_margin = (
+            opened.chain_margin
+        )  # fitted on the model's training questions, when it was
         return predictor
 
     def predict(
@@ -154,7 +156,7 @@ class Predictor:
             batch = examples[start : start + self.batch_size]
             scored = self.reader.score(batch)
             out += predictions(self.reader, scored, self.chain_order, self.support_candidates,
-                               self.support_reader, self.lead)  # fmt: skip
+                               self.support_reader, self.chain_margin)  # fmt: skip
         return out
 
 

@@ -62,8 +62,8 @@ def _fit_and_evaluate(cli, export: bool = False) -> int:
     # this process wrote the checkpoint: its files are the ones the config named
     opened = open_model(best, trusted=True)
     hp = cli.datamodule.hparams  # the fit reads the training questions the run trained on
-    opened.lead = _fit_chain_labels(opened, hp.train_file, Path(best).parent,
-                                    hp.get("max_train_questions") or None)  # fmt: skip
+    opened.chain_margin = _fit_chain_labels(opened, hp.train_file, Path(best).parent,
+                                            hp.get("max_train_questions") or None)  # fmt: skip
     result = evaluate(opened, export_dir=chains)
     print(f"chains: {os.path.join(chains, 'chains.html')} (open it in a browser)")
     if export:
@@ -76,35 +76,35 @@ def _fit_and_evaluate(cli, export: bool = False) -> int:
 
 
 def _fit_chain_labels(opened, train_file, folder: Path, budget: int | None = None) -> float | None:
-    """The lead a chain's "supports" label needs, fitted on the first training questions
+    """The margin a chain's "supports" label needs, fitted on the first training questions
     (cgr.pretrained.chain_labels) and stored beside the checkpoint; None (the stated default)
     where no fit is possible, said in one line."""
     import json
 
     from cgr.evaluation.predict import evaluate
-    from cgr.evaluation.support import LEAD
+    from cgr.evaluation.support import MARGIN
     from cgr.files import atomic_write_text
-    from cgr.pretrained.chain_labels import FILE, MAX_QUESTIONS, fit_lead, training_sample
+    from cgr.pretrained.chain_labels import FILE, MAX_QUESTIONS, fit_margin, training_sample
 
     sample, out = folder / "chain-labels-questions.jsonl", folder / "chain-labels-predictions.jsonl"
-    opened.lead = LEAD  # a chain's lead does not depend on the threshold: any one reads them
+    opened.chain_margin = MARGIN  # leads and margins do not depend on the threshold
     try:
         n = training_sample(train_file, sample, min(budget or MAX_QUESTIONS, MAX_QUESTIONS))
         result = evaluate(opened, str(sample), str(out))
         records = [json.loads(line) for line in result.predictions.read_text().splitlines()]
         files = train_file if isinstance(train_file, list) else [train_file]
-        fit = fit_lead(records, {"files": files, "questions": n, "split": "train"})
+        fit = fit_margin(records, {"files": files, "questions": n, "split": "train"})
     except CGRError as e:
-        print(f"chain labels: not fitted ({e}); the stated default lead labels them")
+        print(f"chain labels: not fitted ({e}); the stated default margin labels them")
         return None
     finally:
         sample.unlink(missing_ok=True)
         out.unlink(missing_ok=True)
     atomic_write_text(folder / FILE, json.dumps(fit, indent=1) + "\n")
-    print(f"chain labels: a chain supports its choice at a lead of {fit['lead']:.2f}, fitted on "
-          f"{n} training questions ({fit['right_supported']:.0%} of right choices with chains "
+    print(f"chain labels: a chain supports its choice at a margin of {fit['margin']:.2f}, fitted "
+          f"on {n} training questions ({fit['right_supported']:.0%} of right choices with chains "
           f"get one, {fit['wrong_supported']:.0%} of wrong ones): {folder / FILE}")  # fmt: skip
-    return fit["lead"]
+    return fit["margin"]
 
 
 def _resume_from(cli) -> str | None:

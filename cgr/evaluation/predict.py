@@ -61,11 +61,13 @@ class PredictionWriter(pl.Callback):
     all are written: a full disk (or a size limit) mid-eval stops with one line naming the
     file and keeps every question written before it in OUT.partial."""
 
-    def __init__(self, out: Path, judge=None, order: str | None = None, lead: float | None = None):
+    def __init__(
+        self, out: Path, judge=None, order: str | None = None, chain_margin: float | None = None
+    ):
         self.out, self.partial = out, out.with_name(out.name + ".partial")
         self.judge = judge  # a support reader, or None: the module's reader judges support
         self.order = order  # how the chains are shown (None: DEFAULT_ORDER)
-        self.lead = lead  # the lead a "supports" label needs (None: the stated default)
+        self.chain_margin = chain_margin  # a supporting chain's margin (None: the default)
         self.records: list[dict] = []
         self._file, self._written = None, 0
 
@@ -75,7 +77,7 @@ class PredictionWriter(pl.Callback):
         return self
 
     def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
-        rows = prediction_records(pl_module, outputs, self.judge, self.order, self.lead)
+        rows = prediction_records(pl_module, outputs, self.judge, self.order, self.chain_margin)
         try:
             self._file.writelines(json.dumps(r) + "\n" for r in rows)
             self._file.flush()
@@ -105,14 +107,16 @@ class OutputError(ConfigError):
 
 
 def prediction_records(module, outputs: list, judge=None, order: str | None = None,
-                       lead: float | None = None) -> list[dict]:  # fmt: skip
+                       chain_margin: float | None = None) -> list[dict]:  # fmt: skip
     """predict_step's (example, scores) pairs as records, chains scored for support (by
     `judge`, a support reader, else the module's reader) and ranked by `order`
     (cgr.evaluation.support.ORDERS; None: DEFAULT_ORDER)."""
     from cgr.evaluation.prediction import predictions
     from cgr.evaluation.support import DEFAULT_ORDER
 
-    records = predictions(module, outputs, order or DEFAULT_ORDER, SUPPORT_CANDIDATES, judge, lead)
+    records = predictions(
+        module, outputs, order or DEFAULT_ORDER, SUPPORT_CANDIDATES, judge, chain_margin
+    )
     return [p.to_dict() for p in records]
 
 
@@ -196,7 +200,7 @@ def evaluate(
     if encoder is not None:  # CGR
         datamodule.use_query_encoder(encoder)
     writer = PredictionWriter(out, opened.load_support_reader(device), opened.chain_order,
-                              opened.lead)  # fmt: skip
+                              opened.chain_margin)  # fmt: skip
     trainer = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_checkpointing=False,
                          callbacks=[writer])  # fmt: skip
     with writer:

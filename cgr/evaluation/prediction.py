@@ -39,7 +39,7 @@ class Prediction:
     choices: list[ChoicePrediction]
     gold: str | None = None  # the answer key's label, when the file has one
     contrast: dict | None = None  # why the answer and not the runner-up (support.contrast)
-    threshold: float | None = None  # the lead a chain's label needs (None: support.LEAD)
+    threshold: float | None = None  # the margin a supporting chain needs (None: support.MARGIN)
 
     @property
     def correct(self) -> bool | None:
@@ -61,9 +61,9 @@ class Prediction:
         """`example` as the reader module's predict_step returns it (facts = the facts read);
         `support`: per choice, its chains' support, and `readings` their readings
         (cgr.evaluation.support.chain_readings), chains in order."""
-        from cgr.evaluation.support import LEAD, contrast
+        from cgr.evaluation.support import LEAD, MARGIN, contrast
 
-        threshold = LEAD if threshold is None else threshold
+        threshold = MARGIN if threshold is None else threshold
         best = max(range(len(scores)), key=scores.__getitem__)
         chains = example.chains or [[] for _ in example.choices]
         support = support or [[] for _ in example.choices]
@@ -86,16 +86,16 @@ class Prediction:
         why = None
         if any(readings):
             read = [[f.text for f in facts] for facts in example.facts]
-            why = contrast(example.labels, scores, chains, readings, read, threshold)
+            why = contrast(example.labels, scores, chains, readings, read, LEAD)
         return cls(example.question_id, example.question, example.labels[best], choices, gold,
                    why, threshold)  # fmt: skip
 
     def to_dict(self) -> dict:
-        from cgr.evaluation.support import LEAD, margins
+        from cgr.evaluation.support import MARGIN, margins
 
         margin = margins([c.support for c in self.choices])
         labels = [c.label for c in self.choices]
-        threshold = LEAD if self.threshold is None else self.threshold
+        threshold = MARGIN if self.threshold is None else self.threshold
         return {
             "id": self.id,
             "question": self.question,
@@ -123,13 +123,14 @@ class Prediction:
 def _support_fields(choice: ChoicePrediction, index: int, margin: list[float], k: int,
                    labels: list[str], threshold: float) -> dict:  # fmt: skip
     """A chain's support, its margin over the other choices' best chains, and its label with
-    the lead behind it and the threshold ("not judged" alone: a chain past the ones scored)."""
+    the lead of its reading and the margin threshold ("not judged" alone: a chain past the ones
+    scored)."""
     from cgr.evaluation.support import chain_label, label_text
 
     if k >= len(choice.support):
         return {"label": "not judged"} if choice.support else {}
     row = choice.readings[k] if k < len(choice.readings) else []
-    label, lead, favoured = chain_label(row, index, threshold)
+    label, lead, favoured = chain_label(row, index, margin[k], threshold)
     return {"support": round(choice.support[k], 4), "margin": round(margin[k], 4),
             "label": label_text(label, favoured, labels), "lead": round(lead, 4),
             "threshold": threshold, "supports": label == "supports",
@@ -146,7 +147,7 @@ def predictions(reader, scored: list[tuple[ReaderExample, list[float]]], order: 
     `cgr eval`, the API, explain and serve meet."""
     from cgr.evaluation.support import (
         DEFAULT_ORDER,  # fmt: skip
-        LEAD,
+        MARGIN,
         ORDERS,
         chain_readings,
         rank_by_support,
@@ -155,8 +156,8 @@ def predictions(reader, scored: list[tuple[ReaderExample, list[float]]], order: 
 
     order = order or DEFAULT_ORDER
     if threshold is None:
-        _say_default_lead(LEAD)
-        threshold = LEAD
+        _say_default_margin(MARGIN)
+        threshold = MARGIN
     if order not in ORDERS:
         raise ValueError(f"chain order must be one of {ORDERS}, not {order!r}")
     examples = [ex for ex, _ in scored]
@@ -174,8 +175,8 @@ def predictions(reader, scored: list[tuple[ReaderExample, list[float]]], order: 
 
 
 @lru_cache(maxsize=1)
-def _say_default_lead(lead: float) -> None:
+def _say_default_margin(margin: float) -> None:
     """Once a process: the labels use the stated default, not a threshold fitted to the model."""
     logging.getLogger(__name__).info(
-        "chain labels: a chain supports its choice at a lead of %.2f (the stated default; no "
-        "threshold is fitted to this model)", lead)  # fmt: skip
+        "chain labels: a chain supports its choice at a margin of %.2f (the stated default; no "
+        "threshold is fitted to this model)", margin)  # fmt: skip

@@ -177,7 +177,7 @@ def export_model(
             "data": data,
             "signature": sign(data),
             "training": _training_record(opened),
-            # the lead a chain's "supports" label needs, fitted on the training questions
+            # the margin a supporting chain needs, fitted on the training questions
             "chain_labels": beside(opened.path),
         }
         (work / CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from cgr.errors import ConfigError
 from cgr.pretrained.chain_labels import FILE as CHAIN_LABELS
-from cgr.pretrained.chain_labels import beside, read_lead
+from cgr.pretrained.chain_labels import beside, read_margin
 from cgr.pretrained.folder import ModelFolder, read_model_folder
 from cgr.pretrained.loading import check_query_encoder
 from cgr.pretrained.paths import PathRule
@@ -28,7 +28,7 @@ class OpenedModel:
     query_encoder: str = "auto"  # a checkpoint's choice (cgr.pretrained.loading.retrieval_encoder)
     support_reader: str | None = None  # a folder `cgr support-reader` wrote: judges support
     chain_order: str | None = None  # how the scored chains are shown (None: DEFAULT_ORDER)
-    lead: float | None = None  # a "supports" label's lead, fitted at training (None: the default)
+    chain_margin: float | None = None  # a supporting chain's margin, fitted at training
 
     def load_support_reader(self, device: str = "cpu"):
         """The support reader that judges the chains' support, or None: the model's reader."""
@@ -154,8 +154,8 @@ def open_model(
         rule = PathRule(path / "cgr_config.json", path, data_roots, trusted, relative_to=path)
         data = rule.data_settings(config["data"], dev_file)
         check_corpus_files(data, path / "cgr_config.json")
-        lead = read_lead(config.get("chain_labels"), str(path / "cgr_config.json"))
-        return OpenedModel(path, data, folder=folder, lead=lead)
+        margin = read_margin(config.get("chain_labels"), str(path / "cgr_config.json"))
+        return OpenedModel(path, data, folder=folder, chain_margin=margin)
     checkpoint = read_checkpoint(path)
     trusted = trusted or checkpoint_signed_here(checkpoint)
     rule = PathRule(path, path.parent, data_roots, trusted)
@@ -164,8 +164,10 @@ def open_model(
         if isinstance(name := (checkpoint.get("hyper_parameters") or {}).get(field), str):
             rule.check_model_name(f"model.{field}", name)
     check_corpus_files(data, path)
-    lead = read_lead(beside(path), str(path.parent / CHAIN_LABELS))
-    return OpenedModel(path, data, checkpoint=checkpoint, query_encoder=query_encoder, lead=lead)
+    margin = read_margin(beside(path), str(path.parent / CHAIN_LABELS))
+    return OpenedModel(
+        path, data, checkpoint=checkpoint, query_encoder=query_encoder, chain_margin=margin
+    )
 
 
 def check_corpus_files(data: dict, source: Path) -> None:

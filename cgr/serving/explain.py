@@ -20,7 +20,8 @@ def signed(value: float) -> str:
 
 def support_note(chain: dict) -> str:
     """How a chain is shown: its support, its margin over the other choices' best chains, and
-    its label (supports / points to (X) / links words) with the lead behind it."""
+    its label (supports / points to (X) / links words) with the lead of its reading and the
+    margin a supporting chain needs."""
     if "support" not in chain:
         return ""
     margin = f", margin {signed(chain['margin'])}" if "margin" in chain else ""
@@ -28,8 +29,8 @@ def support_note(chain: dict) -> str:
         return f"  support {chain['support']:.2f}{margin}" + (
             "" if chain["supports"] else f" ({UNSUPPORTED})"
         )
-    lead = f"lead {signed(chain['lead'])}, threshold {chain['threshold']:.2f}"
-    return f"  support {chain['support']:.2f}{margin} ({chain['label']}: {lead})"
+    why = f"lead {signed(chain['lead'])}, margin needed {chain['threshold']:.2f}"
+    return f"  support {chain['support']:.2f}{margin} ({chain['label']}: {why})"
 
 
 def explanation(prediction: Prediction, max_chains: int = 3) -> list[str]:

@@ -12,7 +12,9 @@ from cgr.reader.examples import ReaderExample
 
 
 class WordReader(torch.nn.Module):
-    """A stand-in reader: a choice scores 4 when a fact it reads names the choice's word."""
+    """A stand-in reader: a choice scores 3 when a fact it reads names the choice's word, 1.5
+    more when that fact also names the question's subject (its last word but two: the
+    "thermometer" of "What is a thermometer used for?")."""
 
     device = "cpu"
 
@@ -20,8 +22,12 @@ class WordReader(torch.nn.Module):
         return batch
 
     def forward(self, batch):
-        return torch.tensor([[4.0 if any(c in f.text for f in facts) else 0.0
-                              for c, facts in zip(ex.choices, ex.facts, strict=True)]
+        def score(ex, choice, facts):
+            subject = ex.question.split()[-3]
+            named = [f.text for f in facts if choice in f.text]
+            return (3.0 + 1.5 * any(subject in t for t in named)) if named else 0.0
+
+        return torch.tensor([[score(ex, c, facts) for c, facts in zip(ex.choices, ex.facts, strict=True)]
                              for ex in batch])  # fmt: skip
 
 
@@ -104,21 +110,25 @@ def test_the_contrast_names_the_chain_that_separates_the_answer_from_the_runner_
 
 
 @pytest.mark.parametrize(
-    ("row", "choice", "label"),
-    [([0.46, 0.30, 0.12, 0.12], 0, ("supports", 0)), ([0.30, 0.46, 0.12, 0.12], 0, ("points_to", 1)),
-     ([0.40, 0.38, 0.11, 0.11], 2, ("links_words", None)), ([0.5, 0.5], 0, ("links_words", None)),
-     ([0.56, 0.44], 0, ("supports", 0)), ([], 0, ("links_words", None))],
+    ("row", "choice", "margin", "label"),
+    [([0.46, 0.30, 0.12, 0.12], 0, 0.2, ("supports", 0)),
+     ([0.46, 0.30, 0.12, 0.12], 0, 0.0, ("links_words", None)),  # rivals' chains support as much
+     ([0.30, 0.46, 0.12, 0.12], 0, 0.3, ("points_to", 1)),  # its reading prefers (B)
+     ([0.40, 0.38, 0.11, 0.11], 2, -0.3, ("links_words", None)),
+     ([0.5, 0.5], 0, 0.2, ("links_words", None)), ([0.56, 0.44], 0, 0.06, ("supports", 0)),
+     ([], 0, 0.5, ("links_words", None))],
 )  # fmt: skip
-def test_a_chains_label_is_the_lead_its_reading_gives_a_choice(row, choice, label):
-    """Supports: its own choice leads every other by LEAD; points to X: X leads so; else it
-    links words. The same lead with 2 choices as with 4."""
-    from cgr.evaluation.support import LEAD, chain_label
+def test_a_chains_label_is_its_margin_and_the_lead_of_its_reading(row, choice, margin, label):
+    """Supports: its reading prefers its choice and it supports it more than the other
+    choices' chains support theirs, by MARGIN; points to X: its reading prefers X by LEAD;
+    else it links words. The same rule with 2 choices as with 4."""
+    from cgr.evaluation.support import LEAD, MARGIN, chain_label
 
-    kind, lead, favoured = chain_label(row, choice)
+    kind, lead, favoured = chain_label(row, choice, margin)
     assert (kind, favoured) == label
     if row:
         assert lead == pytest.approx(row[choice] - max(p for j, p in enumerate(row) if j != choice))
-    assert LEAD == 0.1
+    assert (LEAD, MARGIN) == (0.1, 0.05)
 
 
 def test_predictions_carry_support_and_a_contrast():
@@ -131,7 +141,7 @@ def test_predictions_carry_support_and_a_contrast():
     assert [c["label"] for c in second] == ["points to (C)", "points to (A)"]
     assert [c["favours"] for c in second] == ["C", "A"]
     first = record["choices"][0]["chains"][0]
-    assert first["label"] == "supports" and first["lead"] > 0.9 and first["threshold"] == 0.1
+    assert first["label"] == "supports" and first["lead"] > 0.9 and first["threshold"] == 0.05
     assert record["contrast"]["kind"] == "answer" and record["contrast"]["shown_for"] == "A"
     # the margin: a chain's support minus the best support any other choice's chain has
     best = [max(c.support) for c in prediction.choices]
@@ -151,9 +161,9 @@ def test_explain_and_the_page_say_which_chains_do_not_support():
     ex = thermometer()
     prediction = predictions(Module(), [(ex, [3.0, 1.0, 0.5])])[0]
     lines = explanation(prediction)
-    assert any("(points to (C): lead -0.95, threshold 0.10)" in line for line in lines)
+    assert any("(points to (C): lead -0.86, margin needed 0.05)" in line for line in lines)
     assert (
-        "why: (A) over (B): chain [1], shown for (A), favours (A) over (B) (p 0.96 against 0.02)"
+        "why: (A) over (B): chain [1], shown for (A), favours (A) over (B) (p 0.98 against 0.01)"
         in lines
     )
     record = export_record(prediction.to_dict())
@@ -163,12 +173,14 @@ def test_explain_and_the_page_say_which_chains_do_not_support():
     assert by_label["B"]["supporting"] == 0 and by_label["A"]["supporting"] == 1
     assert page["contrast"].startswith("(A) over (B)")
     # (B)'s chains state what (A) and (C) are, so they give (B) far less than those give
-    # theirs; (A) and (C) each have a chain as strong as the other's: margin 0, shown unsigned
+    # theirs; (A)'s chain names the question's subject, (C)'s does not: (A) supports, (C)'s
+    # chain, as strong in its own reading but weaker than (A)'s, links words
     assert by_label["B"]["best_margin"] < -0.9
-    assert by_label["A"]["best_margin"] == pytest.approx(0.0, abs=1e-3)
+    assert by_label["A"]["best_margin"] == pytest.approx(0.069, abs=1e-3)
     b_lines = [line for line in lines if "(points to (" in line]
-    assert len(b_lines) == 2 and all(", margin -0.95 (" in line for line in b_lines)
-    assert any("support 0.96, margin 0.00 (supports: lead +0.95" in line for line in lines)
+    assert len(b_lines) == 2 and all(", margin -0.9" in line for line in b_lines)
+    assert any("support 0.98, margin +0.07 (supports: lead +0.97" in line for line in lines)
+    assert any("support 0.91, margin -0.07 (links words: lead +0.86" in line for line in lines)
 
 
 def test_supported_first_keeps_the_search_order_within_each_group():
