@@ -69,10 +69,27 @@ def build_parser():
     )
     parser.add_argument(
         "--retriever",
-        type=Literal["bm25", "dense"],
+        type=Literal["bm25", "dense", "elasticsearch"],
         default="bm25",
-        help="bm25 (bm25s) or dense (--dense_encoder with FAISS)",
+        help="bm25 (bm25s), dense (--dense_encoder with FAISS) or elasticsearch (BM25 from an "
+        "existing Elasticsearch / OpenSearch index: --es_url, --es_index)",
     )
+    parser.add_argument(
+        "--es_url", type=str | None, default=None,
+        help="--retriever elasticsearch: the server, e.g. http://localhost:9200",
+    )  # fmt: skip
+    parser.add_argument(
+        "--es_index", type=str | None, default=None,
+        help="--retriever elasticsearch: the index of paragraphs (title, paragraph_text)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--es_api_key_env", type=str, default="ES_API_KEY",
+        help="--retriever elasticsearch: the environment variable holding an API key, if any",
+    )  # fmt: skip
+    parser.add_argument(
+        "--es_title_too", type=bool, default=False,
+        help="--retriever elasticsearch: match the query against titles as well as texts",
+    )  # fmt: skip
     parser.add_argument(
         "--dense_encoder",
         type=str,
@@ -105,6 +122,23 @@ def chain_prediction(record: dict, corpus: list) -> dict:
             "answer": "A" if correct else None, "correct": correct, "choices": [choice]}  # fmt: skip
 
 
+def _elasticsearch(args, loop):
+    """The Elasticsearch retriever, its settings checked before any model loads."""
+    from cgr.errors import ConfigError
+    from cgr.retrieval.elasticsearch import ElasticsearchRetriever
+
+    if not args.es_url or not args.es_index:
+        raise ConfigError("--retriever elasticsearch needs --es_url and --es_index")
+    if loop.method not in {"ircot", "oner"} or loop.query != "cot" or args.corpus:
+        raise ConfigError("--retriever elasticsearch runs --method ircot or oner with "
+                          "--loop.query cot and no --corpus (the index holds the corpus)")  # fmt: skip
+    retriever = ElasticsearchRetriever(args.es_url, args.es_index, args.es_api_key_env,
+                                       args.es_title_too)  # fmt: skip
+    log.info("elasticsearch: %d paragraphs in %s/%s", retriever.check(), args.es_url,
+             args.es_index)  # fmt: skip
+    return retriever
+
+
 def main(argv: list[str]) -> int:
     from cgr.ircot.demos import PromptBuilder, load_demonstrations
     from cgr.retrieval.paragraphs import (
@@ -125,6 +159,9 @@ def main(argv: list[str]) -> int:
     questions = load_lenient(args.data, counters)
     if args.limit:
         questions = questions[: args.limit]
+    es = args.retriever == "elasticsearch" and loop.method != "nor"
+    if es:
+        es_retriever = _elasticsearch(args, loop)
     if args.corpus:  # the open setting: the whole corpus, not the questions' own contexts
         from cgr.retrieval.open_corpus import read_paragraphs
 
@@ -132,7 +169,7 @@ def main(argv: list[str]) -> int:
     else:
         corpus = paragraph_corpus(questions)
     retriever = None
-    if loop.method != "nor" and not corpus:
+    if loop.method != "nor" and not corpus and not es:
         raise DataFormatError(
             args.data,
             None,
@@ -150,7 +187,9 @@ def main(argv: list[str]) -> int:
 
         retriever = ChainHopRetriever(corpus, args.dense_encoder, loop.beam_size)
     elif loop.method != "nor":
-        if args.retriever == "dense":
+        if es:  # the paragraphs live in the index; the question's own are not searched
+            retriever = es_retriever
+        elif args.retriever == "dense":
             retriever = DenseParagraphRetriever(corpus, args.dense_encoder)
         elif args.corpus:  # its index saved beside the corpus, memory-mapped on later runs
             from cgr.retrieval.open_corpus import BM25CorpusRetriever
