@@ -23,6 +23,7 @@ import argparse
 import copy
 import itertools
 import math
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -51,6 +52,11 @@ from benchmarks.common import (
 )  # noqa: E402
 from cgr.evidence.selection import ORDERS as EVIDENCE_ORDERS  # noqa: E402
 from cgr.training.cgr_module import GRADIENT_CLIPPING  # noqa: E402
+
+# how a saved note names a run resumed before resumes kept the loader's position
+LOADER_BUG = "loader-position fix"
+# how a saved note says the run did not have the machine to itself (its minutes are no timing)
+NOT_ALONE = re.compile(r"shar|SIGSTOP|stopped|niced|other jobs")
 
 READER = "cgr.training.module.ReaderModule"
 DROPOUT_SEED = "cgr.training.callbacks.DropoutSeed"
@@ -309,7 +315,8 @@ def main() -> None:
     if args.similarity_table:
         print_similarity_table(base, args.dataset, args.rows, args.seeds, budget)
         return
-    table, speeds, measured, by_seed, notes = [], {}, [], {}, []
+    table, speeds, measured, by_seed = [], {}, [], {}
+    untimed = resumed = False
     for row in args.rows:
         runs = [r for s in args.seeds if (r := load_result(tag(args.dataset, row, s, budget)))]
         measured += runs
@@ -319,14 +326,16 @@ def main() -> None:
             label = ROWS[row][0]
             if ROWS[row][1] == CGR:
                 label += f" (eval: {encoder} query encoder)"
-            speeds[row] = statistics.mean(r["questions_per_s"] or float("nan") for r in group)
-            shared = [f"{label}, seed {r['seed']}: {r['note']}" for r in group if r.get("note")]
-            notes += shared
-            minutes = f"{statistics.mean(r['minutes'] for r in group):.1f}" + (
-                " *" if shared else ""
-            )
-            table.append([label, mean_std([r["accuracy"] for r in group]), len(group), f"{speeds[row]:.2f}",
-                          minutes, *gold_cells(group)])  # fmt: skip
+            # a timing only from runs alone on the machine (a saved note says when one was not)
+            timed = [r for r in group if not NOT_ALONE.search(r.get("note") or "")]
+            untimed |= len(timed) < len(group)
+            if any(LOADER_BUG in (r.get("note") or "") for r in group):
+                label, resumed = label + " †", True
+            qps = [r["questions_per_s"] for r in timed if r.get("questions_per_s")]
+            speeds[row] = statistics.mean(qps) if qps else float("nan")
+            minutes = f"{statistics.mean(r['minutes'] for r in timed):.1f}" if timed else "–"
+            table.append([label, mean_std([r["accuracy"] for r in group]), len(group),
+                          f"{speeds[row]:.2f}" if qps else "–", minutes, *gold_cells(group)])  # fmt: skip
         table += reread_rows(args.dataset, row, args.seeds, budget)
     print(f"{args.dataset} dev accuracy (%), {args.reader} reader, MiniLM retriever; budget: "
           f"{args.train_questions or 'all'} train questions x {args.epochs} epoch(s), max length {args.max_length}, "
@@ -339,12 +348,13 @@ def main() -> None:
     print_table(columns, table)
     if not table:
         print("(no row of this budget saved yet)")
-    if args.brief and notes:
-        print(f"* {len(notes)} run(s) whose minutes are not one run alone on the cores "
-              "(--table without --brief says why)")  # fmt: skip
-    for note in [] if args.brief else notes:  # rows whose minutes are not one run alone
-        print(f"* {note}")
-    if "cgr" in speeds and "iterative" in speeds:
+    if untimed:
+        print("Speed and minutes: the mean over the runs that had the machine to themselves; "
+              "– where none did (accuracy does not depend on it)")  # fmt: skip
+    if resumed:
+        print("† a run resumed mid-epoch from a checkpoint written before resumes kept the "
+              "loader's position: up to a fifth of one epoch trained on other questions")  # fmt: skip
+    if not math.isnan(speeds.get("cgr", math.nan) / speeds.get("iterative", math.nan)):
         print(f"CGR / reader-only training speed: {speeds['cgr'] / speeds['iterative']:.2f}")
     for a, b, margin, what in [] if args.brief else PAIRS:  # brief: the pooled pairings say it
         if diff := seed_differences(by_seed.get(a, {}), by_seed.get(b, {}), margin):

@@ -492,11 +492,13 @@ def main() -> None:
     if args.table:
         table(args.datasets, args.split, args.settings)
         if not args.without_support:  # the chains' support: a support reader, checkpoints
-            from benchmarks import chain_support, chain_verifier
+            from benchmarks import chain_labels, chain_support, chain_verifier
 
             support_table(args.datasets, args.split, args.settings)
             print()
             chain_support.table()
+            print()
+            chain_labels.table()
             print()
             chain_verifier.table()
         return

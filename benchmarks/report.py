@@ -72,6 +72,7 @@ TABLES = {
     "chain-quality-dev": ["chain_quality.py", "--table", "--without-support"],
     "chain-quality-train": ["chain_quality.py", "--split", "train", "--table", "--without-support"],
     "chain-support": ["chain_support.py", "--table"],
+    "chain-labels": ["chain_labels.py", "--table"],
     "chain-quality-support": ["chain_quality.py", "--support-table"],
     "chain-verifier": ["chain_verifier.py", "--table"],
     "explain-speed": ["explain_speed.py", "--table"],
