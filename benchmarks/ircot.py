@@ -34,11 +34,12 @@ from benchmarks.common import (  # noqa: E402
     run_cli,
     save_result,
 )
+from cgr.data.root import data_path  # noqa: E402
 
 DATASETS = {
-    "hotpotqa": "../shared/data/hotpotqa/ircot_processed_dev_subsampled.jsonl",
-    "2wiki": "../shared/data/2wikimultihopqa/dev_sample500.json",
-    "musique": "../shared/data/musique/musique_ans_train_sample100.json",
+    "hotpotqa": "hotpotqa/ircot_processed_dev_subsampled.jsonl",
+    "2wiki": "2wikimultihopqa/dev_sample500.json",
+    "musique": "musique/musique_ans_train_sample100.json",
 }
 BACKENDS = ("transformers", "ctranslate2", "llamacpp")
 # methods beside `cgr ircot --method NAME`: IRCoT whose queries add the chain frontier concept
@@ -122,7 +123,7 @@ def run_cell(args: argparse.Namespace, dataset: str, method: str) -> None:
     if load_result(name) and not args.force:
         return
     out = RESULTS / "ircot_runs" / name
-    run_cli(name, ["ircot", "--config", "configs/ircot_hotpotqa.yaml", "--data", DATASETS[dataset],
+    run_cli(name, ["ircot", "--config", "configs/ircot_hotpotqa.yaml", "--data", str(data_path(DATASETS[dataset])),
                    "--limit", str(args.n), "--out", str(out), *METHOD_ARGS.get(method, ["--method", method]),
                    "--generator.backend", args.backend, "--generator.model", args.model,
                    "--generator.quantize", args.quantize,
@@ -155,7 +156,7 @@ def question_recall_table(args: argparse.Namespace) -> None:
                     ]
                 )
             continue
-        questions = load_lenient(DATASETS[dataset], Counter())[: args.n]
+        questions = load_lenient(str(data_path(DATASETS[dataset])), Counter())[: args.n]
         found = BM25ParagraphRetriever(paragraph_corpus(questions)).retrieve(
             [q.question for q in questions], max(args.question_recall)
         )

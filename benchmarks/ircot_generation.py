@@ -25,12 +25,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import ROOT, load_config, load_result, machine, print_table, save_result  # noqa: E402
 from cgr.data.loaders import load_lenient  # noqa: E402
+from cgr.data.root import data_path  # noqa: E402
 from cgr.generation.config import GeneratorConfig, build_generator  # noqa: E402
 from cgr.generation.generator import Generator  # noqa: E402
 from cgr.ircot.demos import PromptBuilder, load_demonstrations  # noqa: E402
 from cgr.retrieval.paragraphs import BM25ParagraphRetriever, as_paragraph, paragraph_corpus  # noqa: E402
 
-DATA = "../shared/data/hotpotqa/ircot_processed_dev_subsampled.jsonl"
+DATA = "hotpotqa/ircot_processed_dev_subsampled.jsonl"  # under the data root
 # (backend, batch size, reuse prefix cache, weights)
 SETTINGS = [("transformers", 1, False, "float32"), ("transformers", 8, False, "float32"),
             ("transformers", 1, True, "float32"), ("transformers", 8, True, "float32"),
@@ -39,7 +40,7 @@ SETTINGS = [("transformers", 1, False, "float32"), ("transformers", 8, False, "f
 
 
 def first_step_prompts(n: int, cfg: dict, count_tokens) -> tuple[list[str], str]:
-    questions = load_lenient(str(ROOT / DATA), Counter())[:n]
+    questions = load_lenient(str(data_path(DATA)), Counter())[:n]
     retriever = BM25ParagraphRetriever(paragraph_corpus(questions))
     demos = cfg["demos"]
     builder = PromptBuilder(load_demonstrations(ROOT / demos["file"]), count_tokens, "cot",

@@ -22,7 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import (  # noqa: E402
     RESULTS,
-    ROOT,
     interval,
     load_result,
     machine,
@@ -32,8 +31,9 @@ from benchmarks.common import (  # noqa: E402
     save_result,
 )
 from benchmarks.ircot import bootstrap_interval  # noqa: E402
+from cgr.data.root import data_path  # noqa: E402
 
-DATA = "../shared/data/qasper/qasper-dev-v0.3.json"
+DATA = "qasper/qasper-dev-v0.3.json"  # under the data root: `cgr data get qasper`
 # row -> (label, `cgr longdoc` arguments)
 ROWS = {
     "paragraph_dense": ("PARAGRAPH, dense (MiniLM) top 3", ["--method", "paragraph"]),
@@ -73,7 +73,7 @@ def per_question_columns(records: list[dict], data: str) -> dict:
     those questions."""
     from cgr.longdoc.document import load_qasper
 
-    needed = gold_questions(load_qasper(ROOT / data))
+    needed = gold_questions(load_qasper(data_path(data)))
     scored = [r["evidence_f1"] for r in records if r["id"] in needed]
     chosen = {r["id"]: r["sections"] for r in records if r["id"] in needed and r["sections"]}
     return {"questions_with_gold_paragraphs": len(scored),
@@ -108,7 +108,9 @@ def section_reference(n: int, data: str, k: int = 2) -> dict:
     from cgr.longdoc.ranking import DocumentRanker
     from cgr.longdoc.summaries import lead
 
-    questions = load_qasper(ROOT / data)  # read once: the first n, and those with gold paragraphs
+    questions = load_qasper(
+        data_path(data)
+    )  # read once: the first n, and those with gold paragraphs
     needed = gold_questions(questions)
     first = [q for q in questions[:n] if q.id in needed]
     ranker, encoder, drawn = DocumentRanker("dense"), {}, {}
@@ -129,7 +131,7 @@ def run_row(row: str, n: int, force: bool, data: str = DATA) -> None:
     if load_result(name) and not force:
         return
     out = RESULTS / "longdoc_runs" / name
-    run_cli(name, ["longdoc", "--config", "configs/d3_qasper.yaml", "--data", data, "--limit", str(n),
+    run_cli(name, ["longdoc", "--config", "configs/d3_qasper.yaml", "--data", str(data_path(data)), "--limit", str(n),
                    "--out", str(out), *ROWS[row][1]])  # fmt: skip
     records = read_predictions(name)
     metrics = json.loads((out / "metrics.json").read_text())
@@ -169,7 +171,9 @@ def goal_lines(n: int, data: str, d3_rows: list[str]) -> list[str]:
         ]
     from cgr.longdoc.document import load_qasper
 
-    gold = set(gold_questions(load_qasper(ROOT / data)))
+    if not data_path(data).is_file():
+        return [f"Goal: not checked here ({data} is not under the data root: cgr data get qasper)"]
+    gold = set(gold_questions(load_qasper(data_path(data))))
     lines = []
     for row in d3_rows:
         if row not in scores:
