@@ -121,21 +121,28 @@ def rows_of(name: str, what: str, counts: dict) -> list[list]:
 
 
 def table() -> None:
-    rows = []
+    rows, where = [], []
     for path in sorted(RESULTS.glob("chain_labels-*.json")):
         saved = json.loads(path.read_text())
         rows += rows_of(saved["name"], saved["what"], saved)
+        where.append(f"{saved['what']}: `--chains CHAINS.jsonl --name {saved['name']}` · "
+                     f"{saved['machine']} · {saved.get('date', '–')} · {saved.get('commit', '–')}")  # fmt: skip
     for name, what in SAVED.items():
         saved = load_result(f"chain_support-{name}")
         if saved and saved.get("chain_support"):
             rows += rows_of(name, f"{what} (margin only, saved supports)",
                             from_supports(saved["chain_support"]))  # fmt: skip
+            where.append(f"{what}: benchmarks/chain_support.py's saved `chain_support-{name}` · "
+                         f"{saved.get('machine', '–')}")  # fmt: skip
     print("Chain labels: per label, the share of its chains shown for the right choice; per "
           "choice with a chain, the share given a supporting chain (right and wrong choices); "
           "% with 95 % Wilson intervals and counts; the threshold is the margin a supporting "
           "chain needs\n")  # fmt: skip
     print_table(["model, data", "label", "on the right choice", "right choices supported",
                  "wrong choices supported", "margin"], rows)  # fmt: skip
+    print()
+    for line in where:
+        print(f"* {line}")
 
 
 def main() -> None:
@@ -152,8 +159,14 @@ def main() -> None:
         parser.error("give --chains FILE --name NAME, or --table")
     records = [json.loads(line) for line in args.chains.read_text().splitlines() if line.strip()]
     counts = from_chains(records)
+    import datetime
+    import subprocess
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=Path(__file__).parent).stdout.strip()  # fmt: skip
     row = {"name": args.name, "what": args.what or args.name, "questions": len(records),
-           "machine": machine(), **counts}  # fmt: skip
+           "machine": machine(), "date": datetime.date.today().isoformat(), "commit": commit,
+           **counts}  # fmt: skip
     save_result(f"chain_labels-{args.name}", row)
     print_table(["model, data", "label", "on the right choice", "right choices supported",
                  "wrong choices supported", "margin"], rows_of(args.name, row["what"], counts))  # fmt: skip
