@@ -9,11 +9,17 @@ file whose provenance sha256sums.txt states."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 SUMS = Path(__file__).with_name("sha256sums.txt")
+
+
+# bounds where the registry states no size: a download, and a file read out of an archive
+MAX_DOWNLOAD = 32 << 30
+MAX_FILE = 8 << 30
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,16 @@ class Source:
     @property
     def archive(self) -> bool:
         return self.name.endswith((".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tar"))
+
+    @property
+    def max_bytes(self) -> int:
+        """The most a download of it may send: 1.5x the size its note states ("about 680 MB")
+        and 16 MiB more, else MAX_DOWNLOAD; a mirror that sends more is cut off there."""
+        found = re.search(r"about ([0-9.]+) ([KMG])B", self.note)
+        if not found:
+            return MAX_DOWNLOAD
+        size = float(found.group(1)) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[found.group(2)]
+        return int(1.5 * size) + (16 << 20)
 
 
 @dataclass(frozen=True)
@@ -84,6 +100,13 @@ def official(path: str) -> Checksum | None:
 
 def known(path: str) -> list[Checksum]:
     return checksums().get(path, [])
+
+
+def max_file_bytes(path: str) -> int:
+    """The most a release may hold for `path`: the largest size the checksums know for it (a
+    decompression bomb, or a member padded past it, is cut there), else MAX_FILE."""
+    sizes = [c.size for c in known(path)]
+    return max(sizes) if sizes else MAX_FILE
 
 
 AI2 = "https://ai2-public-datasets.s3.amazonaws.com"

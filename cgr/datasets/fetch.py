@@ -36,8 +36,14 @@ class _Retry(Exception):
     """A failure worth another try (dropped connection, 5xx, 429)."""
 
 
-def download(url: str, name: str, quiet: bool = False) -> Path:
-    """The file at `url` in the download cache, fetched (or finished) when not there yet."""
+class TooLarge(Exception):
+    """More bytes than the release can be: no retry."""
+
+
+def download(url: str, name: str, quiet: bool = False, max_bytes: int | None = None) -> Path:
+    """The file at `url` in the download cache, fetched (or finished) when not there yet; a
+    server that announces or sends more than `max_bytes` (the registry's bound) is cut off in
+    one line and its partial file removed."""
     import httpx
     from tenacity import (
         RetryError,
@@ -73,9 +79,16 @@ def download(url: str, name: str, quiet: bool = False) -> Path:
                 if have and not resumed:
                     have = 0  # the server ignored Range: start again
                 total = _total(response, have)
+                if max_bytes is not None and total is not None and total > max_bytes:
+                    raise TooLarge(f"{url}: announces {total:,} bytes, more than the "
+                                   f"{max_bytes:,} its release can be")  # fmt: skip
                 with open(part, "ab" if resumed else "wb") as out, _bar(name, total, have,
                                                                       quiet) as bar:  # fmt: skip
                     for chunk in response.iter_bytes():  # as received: a drop keeps them
+                        have += len(chunk)
+                        if max_bytes is not None and have > max_bytes:
+                            raise TooLarge(f"{url}: sent more than the {max_bytes:,} bytes its "
+                                           "release can be")  # fmt: skip
                         out.write(chunk)
                         bar.update(len(chunk))
                 if total is not None and part.stat().st_size < total:
@@ -85,6 +98,9 @@ def download(url: str, name: str, quiet: bool = False) -> Path:
 
     try:
         attempt()
+    except TooLarge as e:
+        part.unlink(missing_ok=True)
+        raise DataGetError(f"{e}; refused, nothing kept") from None
     except RetryError as e:
         cause = e.last_attempt.exception()
         raise DataGetError(f"{url}: {cause} (after {ATTEMPTS} tries; run the command again to "

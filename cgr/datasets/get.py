@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cgr.data import registry
-from cgr.data.registry import DataFile, Dataset, known, official
+from cgr.data.registry import DataFile, Dataset, known, max_file_bytes, official
 from cgr.datasets.derived import PRODUCERS, MissingInput
 from cgr.datasets.fetch import download
 from cgr.datasets.release import DataGetError, Release
@@ -77,12 +77,18 @@ class Staging:
         self.folder.mkdir(parents=True)
         self.files: list[str] = []
 
-    def write(self, path: str, chunks) -> str:
+    def write(self, path: str, chunks, where: str = "") -> str:
+        """Stages `path` from `chunks`; more bytes than the registry knows the file to have
+        (max_file_bytes: a decompression bomb, a padded member) stops it in one line."""
         target = self.folder / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        h = hashlib.sha256()
+        h, limit, written = hashlib.sha256(), max_file_bytes(path), 0
         with open(target, "wb") as out:
             for chunk in chunks:
+                written += len(chunk)
+                if written > limit:
+                    raise DataGetError(f"{where or path}: more than {limit:,} bytes for {path}, "
+                                       "the most its release holds; refused, nothing placed")  # fmt: skip
                 h.update(chunk)
                 out.write(chunk)
         self.files.append(path)
@@ -122,7 +128,7 @@ def releases(dataset: Dataset, source_from: Path | None, mirror: str | None,
     found = []
     for source in dataset.sources:
         url = f"{mirror.rstrip('/')}/{source.name}" if mirror else source.url
-        path = download(url, source.name, quiet)
+        path = download(url, source.name, quiet, source.max_bytes)
         try:
             found.append(Release(path, single=not source.archive))
         except DataGetError:
@@ -178,7 +184,7 @@ def _get_file(f: DataFile, rels: list[Release], staging: Staging, outcome: Outco
     member = release.find(f)
     if member is not None and (not f.derived or source_from is not None):
         where = release.where(member)
-        sha = staging.write(f.path, _chunks(release.open(member)))
+        sha = staging.write(f.path, _chunks(release.open(member)), where)
     elif f.derived:
         try:
             data = PRODUCERS[f.derived](f, inputs)

@@ -37,7 +37,8 @@ class LlamaCppGenerator:
     """The Generator interface (`generate`, `count_tokens`, `max_input_tokens`) on llama.cpp."""
 
     def __init__(self, model: str = "smollm2", gguf_file: str | None = None, max_new_tokens: int = 48,
-                 context_tokens: int = 8192, threads: int | None = None):  # fmt: skip
+                 context_tokens: int = 8192, threads: int | None = None,
+                 slots: int = 1):  # fmt: skip
         path, gguf = resolve_generator(model, gguf_file)
         file = Path(path) / gguf if gguf else Path(path)
         if file.suffix != ".gguf" or not file.is_file():
@@ -56,7 +57,9 @@ class LlamaCppGenerator:
         params = xllamacpp.CommonParams()
         params.model.path = str(file)
         params.n_ctx = context_tokens
-        params.n_parallel = 1  # one slot: its cache holds the shared demonstrations
+        # one slot: its cache holds the shared demonstrations; more only when the engine serves
+        # concurrent HTTP clients (benchmarks/ircot_server.py), each slot n_ctx / slots long
+        params.n_parallel = slots
         params.cpuparams.n_threads = threads or torch.get_num_threads()
         params.cpuparams_batch.n_threads = threads or torch.get_num_threads()
         params.hostnames = ["127.0.0.1"]  # the listener the engine opens stays on loopback

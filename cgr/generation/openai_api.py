@@ -90,8 +90,9 @@ class OpenAIGenerator:
         self.api_key_env = api_key_env
         # a local server wants no key; the client insists on a string
         key = os.environ.get(api_key_env) or "EMPTY"
+        self._http = _bounded_client(timeout)  # the client's, and /tokenize's
         self.client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=timeout,
-                                    max_retries=max_retries)  # fmt: skip
+                                    max_retries=max_retries, http_client=self._http)  # fmt: skip
         self.max_new_tokens, self.concurrency = max_new_tokens, max(1, concurrency)
         self.max_input_tokens = max(64, context_tokens - max_new_tokens)
         self.cache = ResponseCache(cache)
@@ -127,8 +128,14 @@ class OpenAIGenerator:
             raise ConfigError(f"generator {self.base_url} ({self.model}): HTTP {e.status_code}: "
                               f"{_short(e.message)}") from None  # fmt: skip
         except openai.APIConnectionError as e:
-            raise ConfigError(f"generator {self.base_url}: no answer ({_short(str(e))}) after "
-                              "the client's retries") from None  # fmt: skip
+            why = e.__cause__ if isinstance(e.__cause__, AnswerTooLarge) else _short(str(e))
+            raise ConfigError(f"generator {self.base_url}: no answer ({why}) after the "
+                              "client's retries") from None  # fmt: skip
+        except AnswerTooLarge as e:
+            raise ConfigError(f"generator {self.base_url}: refused ({e})") from None
+        except (openai.APIError, ValueError, AttributeError, IndexError, TypeError) as e:
+            raise ConfigError(f"generator {self.base_url}: the answer is not a completion "
+                              f"({type(e).__name__})") from None  # fmt: skip
         if stop == "sentence" and choice.finish_reason == "stop" and text.strip():
             text += "."  # the stop string's punctuation, which the server drops
         tokens = response.usage.completion_tokens if response.usage else 0
@@ -155,8 +162,8 @@ class OpenAIGenerator:
 
         root = self.base_url.removesuffix("/v1")
         try:
-            answer = httpx.post(f"{root}/tokenize", json={"content": "a b", "prompt": "a b",
-                                "model": self.model}, timeout=10.0)  # fmt: skip
+            answer = self._http.post(f"{root}/tokenize", json={"content": "a b", "prompt": "a b",
+                                     "model": self.model}, timeout=10.0)  # fmt: skip
             if answer.status_code == 200 and isinstance(answer.json().get("tokens"), list):
                 log.info("generator: prompt budget counted by the server's tokenizer (%s/tokenize)",
                          root)  # fmt: skip
@@ -164,11 +171,13 @@ class OpenAIGenerator:
                 def server_count(text: str) -> int:
                     body = {"content": text, "prompt": text, "model": self.model}
                     return len(
-                        httpx.post(f"{root}/tokenize", json=body, timeout=30.0).json()["tokens"]
+                        self._http.post(f"{root}/tokenize", json=body, timeout=30.0).json()[
+                            "tokens"
+                        ]
                     )
 
                 return server_count
-        except (httpx.HTTPError, ValueError):
+        except (httpx.HTTPError, ValueError, AnswerTooLarge):
             pass
         from cgr.generation.generator import resolve_generator
         from cgr.weights import loaders
@@ -191,6 +200,45 @@ class OpenAIGenerator:
     def close(self) -> None:
         self.cache.close()
         self.client.close()
+
+
+MAX_ANSWER_BYTES = 16 << 20  # a completion is a few KB: a server sending more is cut off
+
+
+class AnswerTooLarge(Exception):
+    def __str__(self) -> str:
+        return f"the answer passed {MAX_ANSWER_BYTES:,} bytes"
+
+
+def _bounded_client(timeout: float):
+    """The openai client's HTTP client: redirects not followed (a key is never sent on to
+    another address), and an answer's body cut at MAX_ANSWER_BYTES."""
+    import httpx
+
+    class Capped(httpx.SyncByteStream):
+        def __init__(self, stream):
+            self.stream = stream
+
+        def __iter__(self):
+            seen = 0
+            for chunk in self.stream:
+                seen += len(chunk)
+                if seen > MAX_ANSWER_BYTES:
+                    raise AnswerTooLarge()
+                yield chunk
+
+        def close(self) -> None:
+            self.stream.close()
+
+    class CappedTransport(httpx.HTTPTransport):
+        def handle_request(self, request):
+            response = super().handle_request(request)
+            return httpx.Response(response.status_code, headers=response.headers,
+                                  stream=Capped(response.stream),
+                                  extensions=response.extensions)  # fmt: skip
+
+    return httpx.Client(transport=CappedTransport(), follow_redirects=False,
+                        timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))  # fmt: skip
 
 
 def _short(text: str, limit: int = 200) -> str:

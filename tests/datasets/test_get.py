@@ -245,3 +245,128 @@ def test_paths_are_found_under_the_root_then_here(tmp_path, monkeypatch):
     assert data_path("data/sample/train.jsonl") == Path("data/sample/train.jsonl")
     assert data_path("nowhere.txt") == tmp_path / "nowhere.txt"
     assert data_path("/abs/file") == Path("/abs/file")
+
+
+# --- hostile releases: members named outside the root, links, bombs, endless mirrors ---
+
+
+def write_zip(path: Path, members: dict[str, bytes], compression=zipfile.ZIP_STORED) -> Path:
+    with zipfile.ZipFile(path, "w", compression) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return path
+
+
+def test_members_named_outside_the_root_write_nothing_there(toy, tmp_path, capsys):
+    """A member is only ever read, never extracted by its name: `../` and absolute members
+    write nothing outside the data root (or anywhere); the release's own files arrive."""
+    archive = write_zip(tmp_path / "evil.zip", {
+        "../../escaped.txt": b"x", "/tmp/cgr-absolute-escape.txt": b"x",
+        "Toy-V1/Data/Main/train.jsonl": TRAIN, "Toy-V1/Data/Main/book.txt": BOOK})  # fmt: skip
+    root = tmp_path / "deep" / "root"
+    code, out, err = run(["get", "toy", "--from", str(archive), "--root", str(root)], capsys)
+    assert code == 0, err
+    assert (root / "toy" / "Main" / "train.jsonl").read_bytes() == TRAIN
+    assert not list(tmp_path.rglob("escaped.txt"))
+    assert not Path("/tmp/cgr-absolute-escape.txt").exists()
+
+
+def test_link_members_of_a_tar_are_not_files(toy, tmp_path, capsys):
+    """A symbolic or hard link member named like a release file is not read through: the
+    file counts as missing, and nothing it points to arrives in the root."""
+    import tarfile
+
+    archive = tmp_path / "links.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, data in {"Toy-V1/Data/Main/train.jsonl": TRAIN}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        link = tarfile.TarInfo("Toy-V1/Data/Main/book.txt")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tar.addfile(link)
+        hard = tarfile.TarInfo("Toy-V1/Data/Other/book.txt")
+        hard.type, hard.linkname = tarfile.LNKTYPE, "Toy-V1/Data/Main/train.jsonl"
+        tar.addfile(hard)
+    root = tmp_path / "root"
+    code, out, err = run(["get", "toy", "--from", str(archive), "--root", str(root)], capsys)
+    assert code == 0, err
+    assert not (root / "toy" / "Main" / "book.txt").exists()
+    assert "not in --from (1): toy/Main/book.txt" in out
+
+
+def test_a_decompression_bomb_is_cut_at_the_size_the_registry_knows(toy, tmp_path, capsys,
+                                                                     monkeypatch):  # fmt: skip
+    """A pinned file's member inflating past the file's known size, and an unverified one past
+    MAX_FILE, stop in one line; nothing is placed."""
+    bomb = b"\0" * (8 << 20)  # 8 MiB of zeros, a few KB deflated
+    archive = write_zip(tmp_path / "bomb.zip", {"Toy-V1/Data/Main/train.jsonl": bomb,
+                                                "Toy-V1/Data/Main/book.txt": BOOK},
+                        zipfile.ZIP_DEFLATED)  # fmt: skip
+    assert archive.stat().st_size < 100_000
+    root = tmp_path / "root"
+    code, out, err = run(["get", "toy", "--from", str(archive), "--root", str(root)], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err
+    assert f"more than {len(TRAIN):,} bytes for toy/Main/train.jsonl" in lines[0]
+    assert not root.exists()
+    monkeypatch.setattr(registry, "MAX_FILE", 1 << 20)
+    archive = write_zip(tmp_path / "bomb2.zip", {"Toy-V1/Data/Main/train.jsonl": TRAIN,
+                                                 "Toy-V1/Data/Main/book.txt": bomb},
+                        zipfile.ZIP_DEFLATED)  # fmt: skip
+    code, out, err = run(["get", "toy", "--from", str(archive), "--root", str(root)], capsys)
+    assert code == 2 and "more than 1,048,576 bytes for toy/Main/book.txt" in err
+    assert not root.exists()
+
+
+class EndlessServer:
+    """Sends bytes forever (no Content-Length), or announces a length it never sends."""
+
+    def __init__(self, announce: int | None = None):
+        server = self
+        self.announce = announce
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                self.send_response(200)
+                if server.announce is not None:
+                    self.send_header("Content-Length", str(server.announce))
+                self.end_headers()
+                try:
+                    while True:
+                        self.wfile.write(b"\0" * 65536)
+                except (BrokenPipeError, ConnectionResetError):
+                    return
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.mark.parametrize("announce", [None, 10 << 30])
+def test_a_mirror_that_sends_forever_is_cut_at_the_releases_size(toy, tmp_path, capsys,
+                                                                 monkeypatch, announce):  # fmt: skip
+    """The registry's note says how large the release is ("about 1 KB"): a mirror sending
+    past 1.5x that and 16 MiB, or announcing more, is cut off in one line; no .part is kept."""
+    import dataclasses
+
+    small = dataclasses.replace(toy, sources=(Source(toy.sources[0].url, "about 1 KB"),))
+    monkeypatch.setattr(registry, "BY_NAME", {"toy": small})
+    monkeypatch.setattr(registry, "DATASETS", (small,))
+    server = EndlessServer(announce)
+    try:
+        code, out, err = run(["get", "toy", "--mirror", server.url, "--root",
+                              str(tmp_path / "root")], capsys)  # fmt: skip
+    finally:
+        server.close()
+    lines = [x for x in err.strip().splitlines() if x.startswith("error")]
+    assert code == 2 and len(lines) == 1, err
+    assert ("announces 10,737,418,240 bytes" if announce else "sent more than") in lines[0]
+    assert not list((tmp_path / "downloads").glob("*.part")) and not (tmp_path / "root").exists()
