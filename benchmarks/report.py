@@ -73,6 +73,7 @@ TABLES = {
     "chain-quality-train": ["chain_quality.py", "--split", "train", "--table", "--without-support"],
     "chain-support": ["chain_support.py", "--table"],
     "chain-labels": ["chain_labels.py", "--table"],
+    "ircot-server": ["ircot_server.py", "--table"],
     "chain-quality-support": ["chain_quality.py", "--support-table"],
     "chain-verifier": ["chain_verifier.py", "--table"],
     "explain-speed": ["explain_speed.py", "--table"],
