@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import ROOT, RESULTS, load_result, machine, print_table, save_result  # noqa: E402
+from benchmarks.common import RESULTS, ROOT, load_result, machine, print_table, save_result  # noqa: E402
 from benchmarks.ircot import DATASETS  # noqa: E402
 from cgr.data.root import data_path  # noqa: E402
 
