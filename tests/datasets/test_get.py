@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import http.server
 import io
-import threading
 import zipfile
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from cgr.cli import main
 from cgr.data import registry
 from cgr.data.registry import Checksum, DataFile, Dataset, Source
+from tests.loopback import Loopback
 
 TRAIN = b'{"id": "q1", "question": {"stem": "What is hot?", "choices": [{"text": "fire", ' \
     b'"label": "A"}, {"text": "ice", "label": "B"}]}, "answerKey": "A"}\n'  # fmt: skip
@@ -33,7 +33,7 @@ def release_zip(train: bytes = TRAIN, book: bytes = BOOK) -> bytes:
     return buffer.getvalue()
 
 
-class Server:
+class Server(Loopback):
     """Serves `files` (name -> bytes) with Range support; `drop_first` names a file whose
     first full response is cut after half its bytes."""
 
@@ -70,13 +70,7 @@ class Server:
                     return
                 self.wfile.write(body)
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serve(Handler)
 
 
 @pytest.fixture
@@ -319,7 +313,7 @@ def test_a_decompression_bomb_is_cut_at_the_size_the_registry_knows(toy, tmp_pat
     assert not root.exists()
 
 
-class EndlessServer:
+class EndlessServer(Loopback):
     """Sends bytes forever (no Content-Length), or announces a length it never sends."""
 
     def __init__(self, announce: int | None = None):
@@ -341,13 +335,7 @@ class EndlessServer:
                 except (BrokenPipeError, ConnectionResetError):
                     return
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serve(Handler)
 
 
 @pytest.mark.parametrize("announce", [None, 10 << 30])

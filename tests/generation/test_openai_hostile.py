@@ -7,20 +7,20 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 import time
 
 import pytest
 
 from cgr.errors import ConfigError
 from cgr.generation.openai_api import MAX_ANSWER_BYTES, OpenAIGenerator
+from tests.loopback import Loopback
 
 COMPLETION = {"id": "x", "object": "text_completion", "created": 0, "model": "m",
               "choices": [{"index": 0, "text": " Paris.", "finish_reason": "stop"}],
               "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}  # fmt: skip
 
 
-class Hostile:
+class Hostile(Loopback):
     def __init__(self, mode: str):
         self.mode, self.seen = mode, []
         owner = self
@@ -69,13 +69,7 @@ class Hostile:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serve(Handler)
 
 
 @pytest.mark.parametrize(

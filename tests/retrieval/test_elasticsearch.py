@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 
 import pytest
 
 from cgr.retrieval.elasticsearch import ElasticsearchError, ElasticsearchRetriever
+from tests.loopback import Loopback
 
 PARAGRAPHS = [
     {"id": "1", "title": "Arto Venn", "paragraph_text": "Arto Venn was a novelist. He died in Tamberg."},
@@ -25,7 +25,7 @@ PARAGRAPHS = [
 ]  # fmt: skip
 
 
-class SearchServer:
+class SearchServer(Loopback):
     """Answers `_search` for one index with bm25s scores; `fail_first` 503s before answering."""
 
     def __init__(self, index: str = "hotpotqa", fail_first: int = 0):
@@ -63,9 +63,7 @@ class SearchServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.serve(Handler)
 
     def answer(self, body: dict) -> dict:
         import bm25s
@@ -87,10 +85,6 @@ class SearchServer:
             "timed_out": False,
             "hits": {"total": {"value": len(hits)}, "hits": hits},
         }
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
