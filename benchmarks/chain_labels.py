@@ -91,14 +91,14 @@ def from_supports(per_question: list, margin: float = MARGIN) -> dict:
     support of another choice's chain by `margin`."""
     labels = {"supports": [0, 0], "does not support": [0, 0]}
     choice = {"right": [0, 0], "wrong": [0, 0]}
+    from cgr.evaluation.support import margins
+
     for _, answer, supports in per_question:
-        best = [max(s, default=0.0) for s in supports]
-        for c, values in enumerate(supports):
+        for c, (values, own) in enumerate(zip(supports, margins(supports), strict=True)):
             if not values:
                 continue
-            others = max((b for j, b in enumerate(best) if j != c), default=0.0)
             right = c == answer
-            flags = [v - others >= margin for v in values]
+            flags = [m >= margin for m in own]
             for f in flags:
                 counts = labels["supports" if f else "does not support"]
                 counts[0] += right
