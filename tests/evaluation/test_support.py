@@ -249,7 +249,13 @@ def test_the_page_draws_each_choices_margin_in_headless_chromium(tmp_path):
     dom, console = run_chromium(page, tmp_path)
     assert console == []
     assert (
-        "(best support 0.02); a chain points to (A), a chain points to (C); -0.95 against "
-        "the other choices' best"
+        "1 of 1 chain(s) scored support (A), best 0.98; +0.07 against the other choices' best"
+        in dom
+    )
+    assert (
+        "its chains do not support (B) (best support 0.04); a chain points to (A), a chain "
+        "points to (C); -0.93 against the other choices' best"
     ) in dom
-    assert dom.count("; 0.00 against the other choices' best") == 2  # (A) and (C) tie
+    # the wind fact reads as (C), but less surely than the thermometer fact reads as (A): it
+    # does not separate (C) from the answer, so it is not labelled as supporting
+    assert "its chains do not support (C) (best support 0.91); -0.07 against the other" in dom
