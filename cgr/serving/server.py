@@ -4,7 +4,8 @@ endpoint over a checkpoint, on 127.0.0.1 by default.
 Under load it keeps answering: requests wait in a bounded queue and one worker thread answers
 them in batches (the reader scores a batch of questions about as fast as one on a CPU); only a
 full queue turns a request away, with 503 and Retry-After. A malformed request gets 422 with
-the field and the reason (never its input), a body over --max-body-bytes 413 unread."""
+the field and the reason (never its input), a body over --max-body-bytes 413 unread, a body that
+is not UTF-8 or nests JSON more than 32 deep 400 before it is parsed."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel
 from starlette.requests import (
     Request,  # module level: FastAPI resolves the handler's annotations here
@@ -41,6 +44,27 @@ class Ask(BaseModel):
 
 
 MAX_BODY_BYTES = 1_000_000  # a request holding the longest question and 8 longest choices: ~60 kB
+MAX_JSON_DEPTH = 32  # a request nests 2 deep; Python's parser recurses, and fails, near 1,000
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def body_problem(body: bytes) -> str | None:
+    """Why a request body is refused before it is parsed (400), or None: bytes that are not
+    UTF-8, or JSON nested deeper than MAX_JSON_DEPTH (a parser that recurses on each level would
+    hit its limit on what the client chose to send)."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"request body is not UTF-8 (byte {e.start})"
+    # brackets inside strings do not nest: drop the strings, then count the depth
+    marks = np.frombuffer(_JSON_STRING.sub(b'""', body), dtype=np.uint8)
+    steps = np.isin(marks, (ord("["), ord("{"))).astype(np.int32) - np.isin(
+        marks, (ord("]"), ord("}"))
+    )
+    depth = int(np.cumsum(steps).max(initial=0))
+    if depth > MAX_JSON_DEPTH:
+        return f"request body nests JSON {depth:,} deep (at most {MAX_JSON_DEPTH})"
+    return None
 
 
 class BodyLimit:
@@ -56,7 +80,7 @@ class BodyLimit:
             return await self.app(scope, receive, send)
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
-            return await self._refuse(send)
+            return await self._refuse(send, 413, self._too_large())
         chunks, size, more = [], 0, True
         while more:  # read (at most max_bytes) before the app sees any of it
             message = await receive()
@@ -65,9 +89,11 @@ class BodyLimit:
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
             if size > self.max_bytes:
-                return await self._refuse(send)
+                return await self._refuse(send, 413, self._too_large())
             more = message.get("more_body", False)
         body = b"".join(chunks)
+        if (problem := body_problem(body)) is not None:
+            return await self._refuse(send, 400, problem)
         replayed = False
 
         async def replay():
@@ -79,10 +105,12 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send) -> None:
-        detail = f"request body over {self.max_bytes:,} bytes (--max-body-bytes)"
+    def _too_large(self) -> str:
+        return f"request body over {self.max_bytes:,} bytes (--max-body-bytes)"
+
+    async def _refuse(self, send, status: int, detail: str) -> None:
         payload = json.dumps({"detail": detail}).encode()
-        await send({"type": "http.response.start", "status": 413,
+        await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(payload)).encode())]})  # fmt: skip
         await send({"type": "http.response.body", "body": payload})

@@ -98,6 +98,30 @@ def test_serve_refuses_a_large_body_before_parsing_it(client):
     assert response.status_code == 413
 
 
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        (b'{"question": "Why \xff?", "choices": ["a", "b"]}', "request body is not UTF-8 (byte 18)"),
+        (b"[" * 40_000 + b"]" * 40_000, "request body nests JSON 40,000 deep (at most 32)"),
+        (b'{"question": "Why?", "choices": ["a", "b"], "x": ' + b'{"a": ' * 5_000 + b"1"
+         + b"}" * 5_001, "request body nests JSON 5,001 deep (at most 32)"),
+    ],
+)  # fmt: skip
+def test_serve_refuses_non_utf8_and_deep_nesting_before_parsing(client, body, detail):
+    response = client.post(
+        "/api/predict", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400
+    assert response.json() == {"detail": detail}
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting():
+    from cgr.serving.server import body_problem
+
+    question = json.dumps({"question": "[[{" * 100 + ' \\" {[', "choices": ["a", "b"]})
+    assert body_problem(question.encode()) is None
+
+
 def _post(client, body):
     response = client.post("/api/predict", json=body)
     return response.status_code, response.json()
