@@ -90,9 +90,14 @@ def cases(work: Path, config: Path, ckpt: Path) -> list[tuple[str, list[str], se
     empty_choice = write(
         work / "empty-choice.jsonl", q.replace('"text": "coal"', '"text": " "') + "\n"
     )
-    many = dict(QUESTION, question={"stem": "Which?", "choices": [
-        {"label": str(i), "text": f"choice {i}"} for i in range(12)]}, answerKey="1")  # fmt: skip
-    many_choices = write(work / "many-choices.jsonl", json.dumps(many) + "\n")
+
+    def with_choices(n: int) -> Path:
+        record = dict(QUESTION, question={"stem": "Which?", "choices": [
+            {"label": str(i), "text": f"choice {i}"} for i in range(n)]}, answerKey="0")  # fmt: skip
+        return write(work / f"{n}-choices.jsonl", json.dumps(record) + "\n")
+
+    ten_mb_line = write(work / "10mb-line.jsonl", q + "\n" + json.dumps(
+        {**QUESTION, "id": "q2", "question": {**QUESTION["question"], "stem": "why " * 2_600_000}}) + "\n")  # fmt: skip
     bad_corpus = write(work / "bad-corpus.txt", b"solar power is renewable\ncoal is \xff not\n")
     hp_bad_byte = write(
         work / "hp-bad-byte.json", b"[" + json.dumps(HOTPOT).encode()[:-2] + b'\xff"}]'
@@ -155,7 +160,9 @@ def cases(work: Path, config: Path, ckpt: Path) -> list[tuple[str, list[str], se
         ("1M-character question stem", [*ev, "--data", str(huge)], {2}),
         ("duplicate question ids", [*ev, "--data", str(dup)], {2}),
         ("empty choice text in a question file", [*ev, "--data", str(empty_choice)], {2}),
-        ("12 choices in a question file", [*ev, "--data", str(many_choices)], {2}),
+        *[(f"{n} choice(s) in a question file", [*ev, "--data", str(with_choices(n))], {2})
+          for n in (0, 1, 12, 50)],
+        ("10 MB line in a question file", [*ev, "--data", str(ten_mb_line)], {2}),
         ("empty choice text (train)", [*train, f"--data.train_file={empty_choice}"], {2}),
         ("non-UTF-8 byte in a corpus", [*train, f"--data.retrieval.corpus=[{bad_corpus}]"], {2}),
         ("non-UTF-8 byte in a HotpotQA file", [*ircot, "--data", str(hp_bad_byte)], {2}),

@@ -56,7 +56,8 @@ def choices_problem(choices: object) -> str | None:
     if isinstance(choices, str | bytes) or not isinstance(choices, list | tuple):
         return f"must be a list of texts, not {type(choices).__name__}"
     if not MIN_CHOICES <= len(choices) <= MAX_CHOICES:
-        return f"has {len(choices)} choices (from {MIN_CHOICES} to {MAX_CHOICES})"
+        many = "choice" if len(choices) == 1 else "choices"
+        return f"has {len(choices)} {many} (from {MIN_CHOICES} to {MAX_CHOICES})"
     return None
 
 

@@ -50,16 +50,17 @@ def test_the_same_rule_in_every_entry_point(question, choices, expected, client)
     assert body == {"detail": f"{field} {what}"}  # the field and the limit, not the input
 
 
-def test_question_files_refuse_an_empty_choice_and_too_many_choices():
+def test_question_files_refuse_an_empty_choice_and_a_choice_count_outside_2_to_8():
     record = {"id": "q1", "question": {"stem": "Which?", "choices": [
         {"label": "A", "text": "coal"}, {"label": "B", "text": "  "}]}, "answerKey": "A"}  # fmt: skip
     with pytest.raises(
         DataFormatError, match=r"f\.jsonl:3: field 'question.choices\[1\].text': is empty"
     ):
         parse_multiple_choice(record, "f.jsonl", 3)
-    record["question"]["choices"] = [{"label": str(i), "text": "x"} for i in range(12)]
-    with pytest.raises(DataFormatError, match=r"has 12 choices \(from 2 to 8\)"):
-        parse_multiple_choice(record, "f.jsonl", 3)
+    for n, says in [(0, "0 choices"), (1, "1 choice"), (12, "12 choices"), (50, "50 choices")]:
+        record["question"]["choices"] = [{"label": str(i), "text": "x"} for i in range(n)]
+        with pytest.raises(DataFormatError, match=rf"choices': has {says} \(from 2 to 8\)$"):
+            parse_multiple_choice(record, "f.jsonl", 3)
 
 
 def test_serve_answers_nan_with_422_not_500(client):
