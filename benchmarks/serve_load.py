@@ -2,6 +2,10 @@
 p50 / p99 latency, answered, refused (503: queue full), other errors and questions/s; the
 server's RSS before and after; and a slow client (its body sent one byte a second) beside a
 normal request, which must be answered as fast as alone (the model thread is not held).
+`--sustained N` then keeps N clients asking for `--seconds` (each waits its Retry-After when
+turned away) beside slowloris connections sending a request's header a byte every 2 s: p50 / p95
+of the answered, whether /api/health kept answering, and that no error reply holds a path or a
+stack trace.
 
     .venv/bin/python benchmarks/serve_load.py                      # a tiny checkpoint, trained first
     .venv/bin/python benchmarks/serve_load.py --checkpoint checkpoints/default/best.ckpt
@@ -13,11 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -29,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.bad_inputs import run, tiny_config  # noqa: E402
 from benchmarks.common import machine, print_table, save_result  # noqa: E402
 from cgr.data.loaders import load_multiple_choice  # noqa: E402
+from cgr.serving.connections import IDLE_S  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +46,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def ask(url: str, body: dict) -> tuple[int, float]:
+LEAK = re.compile(r"Traceback|File \"|/home/|/tmp/|/work/|site-packages")
+
+
+def ask(url: str, body: dict, replies: list | None = None) -> tuple[int, float]:
+    """(status, seconds) of one request; the text of an error reply goes to `replies`."""
     request = urllib.request.Request(url, data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})  # fmt: skip
     start = time.perf_counter()
@@ -49,6 +60,8 @@ def ask(url: str, body: dict) -> tuple[int, float]:
             status = response.status
     except urllib.error.HTTPError as e:
         status = e.code
+        if replies is not None:
+            replies.append(e.read().decode(errors="replace"))
     except OSError:
         status = -1  # connection refused or reset
     return status, time.perf_counter() - start
@@ -77,6 +90,76 @@ def slow_client(port: int, body: bytes, seconds: int) -> int:
     return int(reply.split()[1]) if reply.startswith("HTTP/") else -1
 
 
+def header_dribble(port: int, for_s: float) -> float | None:
+    """A slowloris connection: a request's header a byte every 2 s for at most `for_s`
+    seconds; the seconds until the server closed it, or None if it never did."""
+    header = b"POST /api/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\nX: "
+    header += b"y" * 200
+    start = time.perf_counter()
+    with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+        for i in range(len(header)):
+            if time.perf_counter() - start > for_s:
+                return None
+            try:
+                sock.sendall(header[i : i + 1])
+                if sock.recv(1) == b"":
+                    return time.perf_counter() - start
+            except TimeoutError:
+                continue
+            except OSError:
+                return time.perf_counter() - start
+    return None
+
+
+def sustained(base: str, port: int, bodies: list[dict], clients: int, slow: int,
+              seconds: float) -> dict:  # fmt: skip
+    """`clients` threads asking back to back for `seconds`, `slow` slowloris connections and a
+    health probe a second beside them."""
+    until = time.perf_counter() + seconds
+    latency, statuses, replies, health = [], [], [], []
+
+    def client(n: int) -> None:
+        while time.perf_counter() < until:
+            status, took = ask(base + "/api/predict", bodies[n % len(bodies)], replies)
+            n += 1
+            statuses.append(status)
+            if status == 200:
+                latency.append(took)
+            else:
+                time.sleep(1.0)  # the Retry-After the server sends with 503
+
+    def probe() -> None:
+        while time.perf_counter() < until:
+            try:
+                with urllib.request.urlopen(base + "/api/health", timeout=10) as r:
+                    health.append(r.status == 200)
+            except OSError:
+                health.append(False)
+            time.sleep(1.0)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    threads.append(threading.Thread(target=probe))
+    with ThreadPoolExecutor(max_workers=max(1, slow)) as pool:
+        # held past the server's idle bound (IDLE_S), to see whether it closes them
+        dribbles = [
+            pool.submit(header_dribble, port, max(seconds, IDLE_S) + 15) for _ in range(slow)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        closed = [t for d in dribbles if (t := d.result()) is not None]
+    return {"clients": clients, "seconds": seconds, "answered": len(latency),
+            "refused_503": statuses.count(503),
+            "errors": sum(s not in (200, 503) for s in statuses),
+            "p50_s": statistics.median(latency) if latency else float("nan"),
+            "p95_s": percentile(latency, 0.95), "questions_per_s": len(latency) / seconds,
+            "health_answered": sum(health) / max(1, len(health)),
+            "slowloris_closed": len(closed), "slowloris": slow,
+            "slowloris_closed_after_s": max(closed) if closed else None,
+            "leaks": sum(bool(LEAK.search(r)) for r in replies)}  # fmt: skip
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return (
@@ -91,6 +174,10 @@ def main() -> int:
     parser.add_argument("--slow-seconds", type=int, default=10, help="the slow client's dribble")
     parser.add_argument("--max-waiting", type=int, default=64)
     parser.add_argument("--max-batch", type=int, default=8)
+    parser.add_argument("--sustained", type=int, default=200, metavar="N",
+                        help="clients asking back to back after the bursts (0: none)")  # fmt: skip
+    parser.add_argument("--seconds", type=float, default=30, help="how long they ask")
+    parser.add_argument("--slowloris", type=int, default=20, help="header-dribbling connections")
     args = parser.parse_args()
     questions = load_multiple_choice(ROOT / "data" / "sample" / "dev.jsonl")
     bodies = [{"question": q.stem, "choices": [c.text for c in q.choices]} for q in questions]
@@ -148,9 +235,13 @@ def main() -> int:
                 time.sleep(2)  # the slow client is mid-body
                 status, beside = ask(base + "/api/predict", bodies[1])
                 slow_status = slow.result()
+            load = None
+            if args.sustained:
+                load = sustained(base, port, bodies, args.sustained, args.slowloris, args.seconds)
+                ask(base + "/api/predict", bodies[0])  # still answering after the load
         finally:
             server.terminate()
-            server.wait(timeout=30)
+            log = server.communicate(timeout=30)[0]
     print(f"cgr serve, loopback, --max-waiting {args.max_waiting} --max-batch {args.max_batch}; "
           f"checkpoint {'tiny (data/sample)' if args.checkpoint is None else args.checkpoint}; {machine()}")  # fmt: skip
     print_table(
@@ -161,12 +252,28 @@ def main() -> int:
         f"a request alone: {alone:.2f} s; beside a client sending its body one byte a second "
         f"({args.slow_seconds} s): {beside:.2f} s (status {status}); the slow client got {slow_status}"
     )
-    save_result("serve_load", {"machine": machine(), "max_waiting": args.max_waiting,
+    if load is not None:
+        print(f"{load['clients']} clients asking back to back for {load['seconds']:g} s beside "
+              f"{load['slowloris']} slowloris connections:")  # fmt: skip
+        print_table(["answered", "refused (503)", "errors", "p50 s", "p95 s", "questions/s",
+                     "health answered", "slowloris closed (after s)", "replies with a path or trace"],
+                    [[load["answered"], load["refused_503"], load["errors"], f"{load['p50_s']:.2f}",
+                      f"{load['p95_s']:.2f}", f"{load['questions_per_s']:.2f}",
+                      f"{load['health_answered']:.0%}",
+                      f"{load['slowloris_closed']}/{load['slowloris']} "
+                      f"({load['slowloris_closed_after_s'] or float('nan'):.0f})", load["leaks"]]])  # fmt: skip
+    traced = "Traceback" in log
+    print(f"server log: {'a traceback' if traced else 'no traceback'}")
+    save_result("serve_load", {"sustained": load, "server_traceback": traced,"machine": machine(), "max_waiting": args.max_waiting,
                                "max_batch": args.max_batch, "checkpoint": args.checkpoint or "tiny", "rows": saved,
                                "rss_mb_before": rss_before, "rss_mb_after": rss_after, "alone_s": alone,
                                "beside_slow_client_s": beside, "slow_client_status": slow_status})  # fmt: skip
     held = status != 200 or beside > alone + args.slow_seconds / 2
-    return 0 if all(r["errors"] == 0 for r in saved) and not held else 1
+    kept = load is None or (load["errors"] == 0 and load["leaks"] == 0 and load["answered"]
+                            and load["health_answered"] == 1.0
+                            and load["slowloris_closed"] == load["slowloris"])  # fmt: skip
+    ok = all(r["errors"] == 0 for r in saved) and not held and kept and not traced
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
