@@ -413,7 +413,7 @@ def round_four(work: Path, config: Path, ckpt: Path) -> list[tuple]:
         ("S6 signing key a symlink", explain(base), {2}, {"env": {"CGR_SIGNING_KEY": str(keys / "link.key")}}),
         ("S6 signing key /dev/zero", explain(base), {2}, {"env": {"CGR_SIGNING_KEY": "/dev/zero"}}),
         ("S6 signing key a FIFO", explain(base), {2}, {"env": {"CGR_SIGNING_KEY": str(keys / "fifo.key")}, "timeout": 120}),
-        ("S7 cgr serve: Host header, idle connections, blank text", [], {0}, {"call": lambda: serve_checks(base, work)}),
+        ("S7 cgr serve: Host header, idle connections, blank text, bad bodies", [], {0}, {"call": lambda: serve_checks(base, work)}),
         ("8 safetensors cut after an intact header", explain(v("cut", cut_weights)), {2}),
         ("8 safetensors with lying offsets", explain(v("offsets", lying_offsets)), {2}),
         ("8 a module type sentence_transformers.evil", explain(v("st-evil", module_types("sentence_transformers.evil"),
@@ -549,12 +549,16 @@ def serve_checks(folder: Path, work: Path) -> tuple[int, str, str]:
             return 1, line, proc.stderr.read()[-2000:] if proc.poll() is not None else ""
         host, port = found.group(1), int(found.group(2))
 
-        def ask(method: str, path: str, host_header: str, body: dict | None = None) -> int:
+        def ask(method: str, path: str, host_header: str, body: dict | bytes | None = None) -> int:
             conn = http.client.HTTPConnection(host, port, timeout=60)
             headers = {"Host": host_header, "Content-Type": "application/json"}
-            conn.request(method, path, json.dumps(body) if body else None, headers)
-            status = conn.getresponse().status
+            raw = body if isinstance(body, bytes) or body is None else json.dumps(body)
+            conn.request(method, path, raw, headers)
+            reply = conn.getresponse()
+            status, text = reply.status, reply.read().decode(errors="replace")
             conn.close()
+            if "Traceback" in text or "site-packages" in text:
+                problems.append(f"{path} answered with a trace")
             return status
 
         own = f"{host}:{port}"
@@ -574,6 +578,12 @@ def serve_checks(folder: Path, work: Path) -> tuple[int, str, str]:
         if (status := ask("POST", "/api/predict", own, {"question": "\u3164\u3164",
                                                           "choices": ["a", "b"]})) != 422:  # fmt: skip
             problems.append(f"blank-letter question answered {status}")
+        if (
+            status := ask("POST", "/api/predict", own, b'{"question": "\xff", "choices": []}')
+        ) != 400:
+            problems.append(f"a non-UTF-8 body answered {status}")
+        if (status := ask("POST", "/api/predict", own, b"[" * 50_000 + b"]" * 50_000)) != 400:
+            problems.append(f"JSON nested 50,000 deep answered {status}")
         idle = [socket.create_connection((host, port)) for _ in range(40)]
         time.sleep(3)
         closed = 0
@@ -596,7 +606,8 @@ def serve_checks(folder: Path, work: Path) -> tuple[int, str, str]:
             proc.kill()
     summary = (
         "; ".join(problems)
-        or "Host evil.example 400, own 200, blank text 422, idle beyond 16 closed"
+        or "Host evil.example 400, own 200, blank text 422, non-UTF-8 and 50,000-deep bodies 400, "
+        "idle beyond 16 closed"
     )
     return (1 if problems else 0), summary, log if "Traceback" in log else ""
 
