@@ -50,7 +50,7 @@ def test_predict_file_scores_like_cgr_eval(predictor, tiny_run, capsys, tmp_path
 def test_bad_questions_are_clear_errors(predictor):
     with pytest.raises(ConfigError, match="empty"):
         predictor.predict("  ", ["a", "b"])
-    with pytest.raises(ConfigError, match=r"choices has 1 choices \(from 2 to 8\)"):
+    with pytest.raises(ConfigError, match=r"choices has 1 choice \(from 2 to 8\)"):
         predictor.predict("Why?", ["only one"])
     with pytest.raises(ConfigError, match=r"question has 1,000,000 characters \(at most 20,000\)"):
         predictor.predict("x" * 1_000_000, ["a", "b"])  # refused at once, not after spaCy's 52 s

@@ -314,7 +314,7 @@ def _choices(n: int) -> dict:
     ("line", "field", "says"),
     [
         (json.dumps(_choices(0)), "question.choices", "has 0 choices (from 2 to 8)"),
-        (json.dumps(_choices(1)), "question.choices", "has 1 choices (from 2 to 8)"),
+        (json.dumps(_choices(1)), "question.choices", "has 1 choice (from 2 to 8)"),
         (json.dumps(_choices(50)), "question.choices", "has 50 choices (from 2 to 8)"),
         (json.dumps(mc("x")).replace('"Which one?"', "NaN"), "question.stem", "expected str, got float"),
         (json.dumps(mc("x")).replace('"Which one?"', "-Infinity"), "question.stem", "expected str"),

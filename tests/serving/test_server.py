@@ -74,7 +74,7 @@ def test_json_endpoint_answers_with_scores_facts_and_chains(server):
 
 @pytest.mark.parametrize("body, reason", [
     ({"question": "", "choices": ["a", "b"]}, "question is empty"),
-    ({"question": "Why?", "choices": ["only"]}, "choices has 1 choices (from 2 to 8)"),
+    ({"question": "Why?", "choices": ["only"]}, "choices has 1 choice (from 2 to 8)"),
     ({"question": "Why?", "choices": ["a", "b"], "labels": ["A"]}, "labels 1 given for 2 choices"),
     (b"{not json", "JSON decode error"),
 ])  # fmt: skip
