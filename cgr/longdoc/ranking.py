@@ -40,8 +40,11 @@ class DocumentRanker:
 
     @staticmethod
     def _bm25(question: str, texts: list[str]) -> list[int]:
-        import bm25s
         from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+        from cgr.retrieval.sparse import import_bm25s
+
+        bm25s = import_bm25s()
 
         # scikit-learn's list: bm25s's own "en" list keeps question words ("how", "many", "were")
         stop = sorted(ENGLISH_STOP_WORDS)

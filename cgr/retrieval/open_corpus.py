@@ -120,7 +120,9 @@ class BM25CorpusRetriever:
     """bm25s over a corpus file, its index built once and memory-mapped afterwards."""
 
     def __init__(self, path: str | Path, corpus: list[CorpusParagraph] | None = None):
-        import bm25s
+        from cgr.retrieval.sparse import import_bm25s
+
+        bm25s = import_bm25s()
 
         self._bm25s = bm25s
         files = corpus_files(path)

@@ -58,8 +58,9 @@ def paragraph_corpus(questions: list[OpenQuestion]) -> list[CorpusParagraph]:
 
 class BM25ParagraphRetriever:
     def __init__(self, corpus: list[CorpusParagraph]):
-        import bm25s
+        from cgr.retrieval.sparse import import_bm25s
 
+        bm25s = import_bm25s()
         self._bm25s = bm25s
         self.corpus = corpus
         self.model = bm25s.BM25()

@@ -8,6 +8,17 @@ from cgr.data.corpus import Corpus
 from cgr.retrieval.base import RetrievedFact
 
 
+def import_bm25s():
+    """bm25s, its logger quieted: the package sets it to DEBUG on import, so every index
+    build would print "Building index from IDs" between the user's own lines."""
+    import logging
+
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s
+
+
 def _to_facts(corpus: Corpus, positions, scores) -> list[RetrievedFact]:
     out = []
     for pos, score in zip(positions, scores, strict=True):
@@ -20,8 +31,7 @@ def _to_facts(corpus: Corpus, positions, scores) -> list[RetrievedFact]:
 
 class BM25Retriever:
     def __init__(self, corpus: Corpus, k: int = 10):
-        import bm25s
-
+        bm25s = import_bm25s()
         self._bm25s = bm25s
         self.corpus = corpus
         self.k = min(k, len(corpus))
