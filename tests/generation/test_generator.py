@@ -84,3 +84,23 @@ def test_int8_weights_are_refused_where_dynamic_quantisation_does_not_run():
         Generator(quantize="int4")
     with pytest.raises(ValueError, match="needs device cpu and dtype float32"):
         Generator(quantize="int8", dtype="bfloat16")
+
+
+def test_device_map_auto_loads_through_accelerate_and_gives_the_plain_output(
+    prompts_and_prefix, monkeypatch
+):
+    # on a machine without GPUs transformers' device-map planner (accelerate's memory split, the
+    # step that spreads a large model's layers over the GPUs present) puts every layer on the
+    # CPU: the multi-GPU code path, checked for the same greedy text as the plain load
+    from transformers import modeling_utils
+
+    plans = []
+    planner = modeling_utils._get_device_map
+    monkeypatch.setattr(modeling_utils, "_get_device_map",
+                        lambda *a, **k: plans.append(planner(*a, **k)) or plans[-1])  # fmt: skip
+    plain, prompts, _ = prompts_and_prefix
+    spread = Generator(max_new_tokens=20, batch_size=3, reuse_prefix_cache=False, device_map="auto")
+    assert plans and set(plans[0].values()) == {"cpu"}
+    assert spread.device == "cpu"
+    expected = [g.text for g in plain.generate(prompts[:3])]
+    assert [g.text for g in spread.generate(prompts[:3])] == expected
